@@ -1,0 +1,50 @@
+// Internal: host-side helpers shared by the elementwise kernels over StridedArrays.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <initializer_list>
+
+#include "infini/cuda/cuda.h"
+
+namespace infini::cuda::detail {
+
+inline constexpr int kThreads = 256;     // threads per block
+inline constexpr int kMaxBlocks = 65535;  // grid-stride loops cover the rest
+
+// Number of elements of `a` (1 for ndim == 0).
+inline std::int64_t numel(const StridedArray& a) {
+  if (a.ndim < 0 || a.ndim > kMaxDims) throw CudaError("StridedArray: ndim out of range");
+  std::int64_t n = 1;
+  for (int d = 0; d < a.ndim; ++d) n *= a.sizes[d];
+  return n;
+}
+
+inline unsigned blocks_for(std::int64_t numel) {
+  return static_cast<unsigned>(std::min<std::int64_t>((numel + kThreads - 1) / kThreads, kMaxBlocks));
+}
+
+// Rewrites arrays that share one shape (sizes) into an equivalent shape with fewer dims:
+// size-1 dims are dropped and dim d is merged into the kept dim before it when every array
+// has stride[before] == stride[d] * size[d]. A contiguous array becomes 1-D (or 0-D), so the
+// kernels' per-element div/mod index math shrinks accordingly. Row-major element order is kept.
+inline void coalesce(std::initializer_list<StridedArray*> arrays) {
+  const int ndim = (*arrays.begin())->ndim;
+  int kept = 0;
+  for (int d = 0; d < ndim; ++d) {
+    const std::int64_t size = (*arrays.begin())->sizes[d];
+    if (size == 1) continue;
+    const bool merge = kept > 0 && std::all_of(arrays.begin(), arrays.end(), [&](const StridedArray* a) {
+      return a->strides[kept - 1] == a->strides[d] * size;
+    });
+    for (StridedArray* a : arrays) {
+      const int to = merge ? kept - 1 : kept;
+      a->sizes[to] = merge ? a->sizes[to] * size : size;
+      a->strides[to] = a->strides[d];
+    }
+    if (!merge) ++kept;
+  }
+  for (StridedArray* a : arrays) a->ndim = kept;
+}
+
+}  // namespace infini::cuda::detail

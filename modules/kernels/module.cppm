@@ -1,0 +1,5 @@
+// infini.kernels: the CPU kernels (OpenMP) and the registration of CPU and CUDA kernels
+// into infini.tensor's kernel tables, plus the strided-loop helper kernels are built on.
+export module infini.kernels;
+export import infini.tensor;
+export import :strided_loop;

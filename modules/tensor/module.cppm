@@ -1,0 +1,14 @@
+// infini.tensor: dtypes, devices, storage and allocators, the strided Tensor and its
+// views, factories, random numbers and the kernel registry.
+export module infini.tensor;
+export import :error;
+export import :half;
+export import :dtype;
+export import :device;
+export import :scalar;
+export import :shape;
+export import :storage;
+export import :generator;
+export import :tensor;
+export import :dispatch;
+export import :factories;

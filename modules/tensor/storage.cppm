@@ -1,0 +1,62 @@
+// Storage: a reference-counted block of bytes on one device, from the device's caching
+// allocator or wrapped around memory the caller owns. Per-device memory statistics.
+module;
+#include <cstdint>
+#include <functional>
+#include <memory>
+export module infini.tensor:storage;
+import :device;
+
+export namespace infini {
+
+struct MemoryStats {
+  std::int64_t allocated_bytes = 0;       // held by live storages (size-class rounded)
+  std::int64_t reserved_bytes = 0;        // allocated + cached for reuse
+  std::int64_t peak_allocated_bytes = 0;  // max of allocated_bytes since the last reset
+  std::int64_t live_allocations = 0;      // storages alive now
+};
+
+// Statistics of `device`'s caching allocator (only allocations made by Infini count).
+MemoryStats memory_stats(Device device);
+// Sets the peak back to the current allocated bytes.
+void reset_peak_memory_stats(Device device);
+// Returns cached, unused blocks of `device` to the system (reserved drops to allocated).
+void empty_cache(Device device);
+
+// Number of usable CUDA devices: 0 without a GPU or in a build without the CUDA backend.
+int cuda_device_count() noexcept;
+bool cuda_is_available() noexcept;
+
+class Storage {
+ public:
+  Storage() = default;
+
+  // nbytes of uninitialised memory on `device`, 64-byte aligned; OutOfMemoryError on failure.
+  static Storage allocate(std::int64_t nbytes, Device device);
+  // Wraps memory owned by the caller; `deleter` (if any) runs when the last user goes away.
+  static Storage from_blob(void* data, std::int64_t nbytes, Device device, std::function<void(void*)> deleter = {});
+
+  bool defined() const noexcept { return impl_ != nullptr; }
+  void* data() const noexcept { return impl_ ? impl_->data : nullptr; }
+  std::int64_t nbytes() const noexcept { return impl_ ? impl_->nbytes : 0; }
+  Device device() const noexcept { return impl_ ? impl_->device : Device::cpu(); }
+  long use_count() const noexcept { return impl_.use_count(); }
+  bool is_same(const Storage& other) const noexcept { return impl_ == other.impl_; }
+
+ private:
+  struct Impl {
+    void* data = nullptr;
+    std::int64_t nbytes = 0;
+    Device device;
+    std::function<void(void*)> release;
+    ~Impl() {
+      if (release) release(data);
+    }
+  };
+  std::shared_ptr<Impl> impl_;
+};
+
+// Synchronous copy of nbytes between any two devices.
+void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, std::int64_t nbytes);
+
+}  // namespace infini
