@@ -97,9 +97,10 @@ Tensor linspace(double start, double end, std::int64_t steps, TensorOptions opti
   std::vector<double> values(static_cast<std::size_t>(steps));
   const double step = steps > 1 ? (end - start) / static_cast<double>(steps - 1) : 0.0;
   // Like PyTorch: the first half counts up from start, the second half down from end,
-  // so both endpoints are exact.
+  // so both endpoints are exact; a single step is `start`.
   for (std::int64_t i = 0; i < steps; ++i)
-    values[i] = i < steps / 2 ? start + step * static_cast<double>(i) : end - step * static_cast<double>(steps - 1 - i);
+    values[i] = steps == 1 || i < steps / 2 ? start + step * static_cast<double>(i)
+                                            : end - step * static_cast<double>(steps - 1 - i);
   return from_host_values(values, {steps}, options);
 }
 

@@ -1,7 +1,9 @@
-// Tensor::str(): PyTorch's repr. Elements share one width and one format, chosen from the
-// values shown: integers as is; floating point as "1." when every value is integral,
-// "%.4f" otherwise, "%.4e" when the magnitudes span more than 1000x, exceed 1e8 or go
-// below 1e-4. Tensors with more than 1000 elements show 3 items at each edge of each dim.
+// Tensor::str(): PyTorch's repr (torch/_tensor_str.py). Elements share one width and one
+// format, chosen from the values shown: integers as is; floating point as "1." when every
+// value is integral, "%.4f" otherwise, "%.4e" when the magnitudes span more than 1000x,
+// exceed 1e8 or go below 1e-4. As in PyTorch the width of floating-point elements comes
+// from the nonzero finite values only (nan, inf and 0 are padded to it, never widen it).
+// Tensors with more than 1000 elements show 3 items at each edge of each dim.
 module;
 #include <algorithm>
 #include <cmath>
@@ -57,6 +59,20 @@ class Formatter {
     sci_mode_ = hi / lo > 1000.0 || hi > 1e8 || (!int_mode_ && lo < 1e-4);
   }
 
+  // The width every element is padded to: the widest shown value (floating point: the
+  // widest nonzero finite one), at least 1.
+  std::size_t width(const std::vector<Scalar>& shown) const {
+    std::size_t width = 1;
+    for (const Scalar& s : shown) {
+      if (floating_) {
+        const double v = s.to<double>();
+        if (v == 0 || !std::isfinite(v)) continue;
+      }
+      width = std::max(width, (*this)(s).size());
+    }
+    return width;
+  }
+
   std::string operator()(const Scalar& s) const {
     if (bool_) return s.to<bool>() ? "True" : "False";
     if (!floating_) return std::to_string(s.to<std::int64_t>());
@@ -94,7 +110,7 @@ std::string render(const Tensor& t, bool summarize, const Formatter& fmt, std::s
     const std::size_t per_line = std::max<std::size_t>(1, (kLineWidth - std::min(kLineWidth, indent)) / (width + 2));
     for (std::size_t k = 0; k < idx.size(); ++k) {
       if (k > 0) out += k % per_line == 0 ? ",\n" + std::string(indent + 1, ' ') : ", ";
-      out += idx[k] < 0 ? "..." : element(t.select(0, idx[k]));
+      out += idx[k] < 0 ? " ..." : element(t.select(0, idx[k]));  // PyTorch pads "..." in rows
     }
     return out + "]";
   }
@@ -127,12 +143,12 @@ std::string Tensor::str() const {
     std::vector<Scalar> shown;
     collect(host, summarize, shown);
     const Formatter fmt(shown, dtype());
-    std::size_t width = 0;
-    for (const Scalar& v : shown) width = std::max(width, fmt(v).size());
-    body = render(host, summarize, fmt, width, prefix.size());
+    body = render(host, summarize, fmt, fmt.width(shown), prefix.size());
   }
-  if (dtype() != kFloat32 && dtype() != kInt64 && dtype() != kBool)
-    suffixes.push_back("dtype=" + std::string(name(dtype())));
+  // An empty tensor has no values to tell int64 or bool from float32, so only float32 goes unnamed.
+  const bool default_dtype =
+      dtype() == kFloat32 || (numel() > 0 && (dtype() == kInt64 || dtype() == kBool));
+  if (!default_dtype) suffixes.push_back("dtype=" + std::string(name(dtype())));
   std::string out = prefix + body;
   for (const auto& s : suffixes) out += ", " + s;
   return out + ")";

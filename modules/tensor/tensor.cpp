@@ -86,11 +86,23 @@ void check_writable(std::string_view op, const Tensor& t) {
                              ": several elements share one memory location (clone() it first)"));
 }
 
+// True when a tensor of shape `from` expands to `to` (sizes equal or 1; new dims in front).
+bool broadcasts_to(const Shape& from, const Shape& to) {
+  if (from.size() > to.size()) return false;
+  const std::size_t lead = to.size() - from.size();
+  for (std::size_t i = 0; i < from.size(); ++i)
+    if (from[i] != 1 && from[i] != to[lead + i]) return false;
+  return true;
+}
+
 }  // namespace
 
 Tensor& Tensor::copy_(const Tensor& src) {
   check_writable("copy_", *this);
-  Tensor source = src.expand(shape());  // ShapeError unless src broadcasts to this shape
+  if (!broadcasts_to(src.shape(), shape()))
+    throw ShapeError("copy_", concat("source of shape ", src.shape(), " does not broadcast to the destination shape ",
+                                     shape()));
+  Tensor source = src.expand(shape());
   if (numel() == 0) return *this;
   if (source.device() != device()) {
     // Move the bytes across as a contiguous block, then copy on this tensor's device.

@@ -1,0 +1,195 @@
+// Random factories: Philox known answers, distribution statistics, reproducibility
+// (seeds, counters, thread counts) and dtype errors.
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+import infini.tensor;
+
+using namespace infini;
+
+namespace {
+
+template <class T>
+std::vector<double> as_doubles(const Tensor& t) {
+  const T* p = t.data_ptr<T>();
+  std::vector<double> out(static_cast<std::size_t>(t.numel()));
+  for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<double>(p[i]);
+  return out;
+}
+
+struct Moments {
+  double mean = 0, std = 0;
+};
+
+Moments moments(const std::vector<double>& v) {
+  double sum = 0, sum_sq = 0;
+  for (double x : v) sum += x;
+  const double mean = sum / static_cast<double>(v.size());
+  for (double x : v) sum_sq += (x - mean) * (x - mean);
+  return {mean, std::sqrt(sum_sq / static_cast<double>(v.size()))};
+}
+
+// Random123's known-answer vectors for Philox4x32-10 (counter words c0..c3, key k0, k1):
+// counter = c1:c0, stream = c3:c2, seed = k1:k0.
+TEST(Philox, KnownAnswerVectors) {
+  EXPECT_EQ(philox4x32(0, 0, 0), (std::array<std::uint32_t, 4>{0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8}));
+  EXPECT_EQ(philox4x32(~0ull, ~0ull, ~0ull),
+            (std::array<std::uint32_t, 4>{0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd}));
+  EXPECT_EQ(philox4x32(0x299f31d0a4093822ull, 0x85a308d3243f6a88ull, 0x0370734413198a2eull),
+            (std::array<std::uint32_t, 4>{0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1}));
+}
+
+TEST(Random, RandnMomentsAndShape) {
+  constexpr std::int64_t n = 1'000'000;
+  Generator g(1234);
+  const Tensor t = randn({1000, 1000}, {}, &g);
+  EXPECT_EQ(t.dtype(), kFloat32);
+  const auto v = as_doubles<float>(t);
+  const Moments m = moments(v);
+  EXPECT_LT(std::abs(m.mean), 5.0 / std::sqrt(static_cast<double>(n)));
+  EXPECT_LT(std::abs(m.std - 1.0), 0.01);
+  // P(|z| < 1) = erf(1 / sqrt 2) = 0.682689; the sample fraction's sd is ~0.00047.
+  std::int64_t within_one = 0;
+  double largest = 0;
+  for (double x : v) {
+    within_one += std::abs(x) < 1.0;
+    largest = std::max(largest, std::abs(x));
+  }
+  EXPECT_NEAR(static_cast<double>(within_one) / n, std::erf(1.0 / std::sqrt(2.0)), 0.0025);
+  EXPECT_LT(largest, 6.5);  // P(|z| > 6.5) per sample ~ 8e-11
+  EXPECT_GT(largest, 3.5);
+}
+
+TEST(Random, RandIsUniformOnUnitInterval) {
+  constexpr std::int64_t n = 1'000'000;
+  Generator g(99);
+  const auto v = as_doubles<float>(rand({n}, {}, &g));
+  std::array<std::int64_t, 10> bins{};
+  for (double x : v) {
+    ASSERT_GE(x, 0.0);
+    ASSERT_LT(x, 1.0);
+    ++bins[static_cast<std::size_t>(x * 10)];
+  }
+  const Moments m = moments(v);
+  EXPECT_LT(std::abs(m.mean - 0.5), 5.0 * std::sqrt(1.0 / 12.0 / n));
+  EXPECT_NEAR(m.std * m.std, 1.0 / 12.0, 0.001);
+  for (std::int64_t count : bins) EXPECT_NEAR(static_cast<double>(count), n / 10.0, 5 * std::sqrt(n * 0.09));
+}
+
+TEST(Random, RandintCoversTheRangeEvenly) {
+  constexpr std::int64_t n = 800'000;
+  Generator g(7);
+  const Tensor t = randint(-3, 5, {n}, {}, &g);
+  EXPECT_EQ(t.dtype(), kInt64);
+  std::array<std::int64_t, 8> counts{};
+  const std::int64_t* p = t.data_ptr<std::int64_t>();
+  for (std::int64_t i = 0; i < n; ++i) {
+    ASSERT_GE(p[i], -3);
+    ASSERT_LT(p[i], 5);
+    ++counts[static_cast<std::size_t>(p[i] + 3)];
+  }
+  for (std::int64_t count : counts) EXPECT_NEAR(static_cast<double>(count), n / 8.0, 5 * std::sqrt(n / 8.0 * 7 / 8));
+
+  const Tensor small = randint(0, 2, {1000}, {.dtype = kInt16}, &g);
+  EXPECT_EQ(small.dtype(), kInt16);
+  int ones = 0;
+  for (std::int64_t i = 0; i < 1000; ++i) {
+    ASSERT_TRUE(small.data_ptr<std::int16_t>()[i] == 0 || small.data_ptr<std::int16_t>()[i] == 1);
+    ones += small.data_ptr<std::int16_t>()[i];
+  }
+  EXPECT_NEAR(ones, 500, 5 * std::sqrt(250.0));
+}
+
+TEST(Random, SameSeedSameValuesDifferentSeedsDiffer) {
+  Generator a(42), b(42), c(43);
+  const auto first = as_doubles<float>(randn({4096}, {}, &a));
+  EXPECT_EQ(first, as_doubles<float>(randn({4096}, {}, &b)));
+  EXPECT_NE(first, as_doubles<float>(randn({4096}, {}, &c)));
+  EXPECT_NE(first, as_doubles<float>(randn({4096}, {}, &a)));  // the counter moved on
+}
+
+TEST(Random, ConsecutiveCallsContinueTheCounter) {
+  Generator split(9), whole(9);
+  const auto head = as_doubles<float>(rand({100}, {}, &split));
+  const auto tail = as_doubles<float>(rand({150}, {}, &split));
+  EXPECT_EQ(split.state().offset, 250u);
+  const auto all = as_doubles<float>(rand({250}, {}, &whole));
+  std::vector<double> joined = head;
+  joined.insert(joined.end(), tail.begin(), tail.end());
+  EXPECT_EQ(joined, all);
+
+  Generator restored(1);
+  restored.set_state({.seed = 9, .offset = 100});
+  EXPECT_EQ(as_doubles<float>(rand({150}, {}, &restored)), tail);
+}
+
+TEST(Random, DefaultGeneratorFollowsManualSeed) {
+  manual_seed(7);
+  const auto first = as_doubles<float>(randn({1000}));
+  manual_seed(7);
+  EXPECT_EQ(as_doubles<float>(randn({1000})), first);
+  Generator seven(7);
+  EXPECT_EQ(as_doubles<float>(randn({1000}, {}, &seven)), first);
+}
+
+TEST(Random, ValuesDoNotDependOnThreadCount) {
+  constexpr std::int64_t n = 100'000;  // above the 32768-element parallel grain
+  const int saved = omp_get_max_threads();
+  auto draw = [](int threads) {
+    omp_set_num_threads(threads);
+    Generator g(5);
+    std::vector<double> out = as_doubles<float>(randn({n}, {}, &g));
+    const auto u = as_doubles<double>(rand({n}, {.dtype = kFloat64}, &g));
+    const auto i = as_doubles<std::int64_t>(randint(0, 1000, {n}, {}, &g));
+    out.insert(out.end(), u.begin(), u.end());
+    out.insert(out.end(), i.begin(), i.end());
+    return out;
+  };
+  const auto one = draw(1);
+  const auto two = draw(2);
+  omp_set_num_threads(saved);
+  ASSERT_EQ(one.size(), static_cast<std::size_t>(3 * n));
+  EXPECT_EQ(one, two);
+}
+
+TEST(Random, RandnInFloat64AndFloat16) {
+  constexpr std::int64_t n = 200'000;
+  Generator g(2024);
+  const Tensor d = randn({n}, {.dtype = kFloat64}, &g);
+  EXPECT_EQ(d.dtype(), kFloat64);
+  const Moments md = moments(as_doubles<double>(d));
+  EXPECT_LT(std::abs(md.mean), 5.0 / std::sqrt(static_cast<double>(n)));
+  EXPECT_LT(std::abs(md.std - 1.0), 0.01);
+
+  const Tensor h = randn({n}, {.dtype = kFloat16}, &g);
+  EXPECT_EQ(h.dtype(), kFloat16);
+  const auto hv = as_doubles<Half>(h);
+  const Moments mh = moments(hv);
+  EXPECT_LT(std::abs(mh.mean), 5.0 / std::sqrt(static_cast<double>(n)));
+  EXPECT_LT(std::abs(mh.std - 1.0), 0.01);
+  for (double x : hv) ASSERT_TRUE(std::isfinite(x));
+
+  for (double x : as_doubles<Half>(rand({n}, {.dtype = kFloat16}, &g))) ASSERT_TRUE(x >= 0.0 && x < 1.0) << x;
+  for (double x : as_doubles<BFloat16>(rand({n}, {.dtype = kBFloat16}, &g))) ASSERT_TRUE(x >= 0.0 && x < 1.0) << x;
+}
+
+TEST(Random, DTypeErrors) {
+  try {
+    rand({4}, {.dtype = kInt32});
+    ADD_FAILURE() << "expected DTypeError";
+  } catch (const DTypeError& e) {
+    EXPECT_EQ(e.op(), "rand");
+    EXPECT_NE(std::string(e.what()).find("int32"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(randn({4}, {.dtype = kBool}), DTypeError);
+  EXPECT_THROW(randint(0, 2, {4}, {.dtype = kBool}), DTypeError);
+  EXPECT_THROW(randint(3, 3, {4}), Error);
+}
+
+}  // namespace
