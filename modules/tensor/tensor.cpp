@@ -13,11 +13,20 @@ namespace infini {
 
 Tensor::Tensor(Storage storage, Shape shape, Strides strides, std::int64_t storage_offset, DataType dtype) {
   if (!storage.defined()) throw Error("Tensor", "storage is undefined");
-  if (shape.size() != strides.size())
-    throw ShapeError("Tensor", concat("shape ", shape, " and strides ", strides, " differ in length"));
-  if (storage_offset < 0) throw ShapeError("Tensor", concat("negative storage offset ", storage_offset));
+  check_in_storage("Tensor", storage, shape, strides, storage_offset, dtype);
   const std::int64_t numel = checked_numel("Tensor", shape);
-  if (numel > 0) {
+  impl_ = std::make_shared<Impl>(Impl{std::move(storage), std::move(shape), std::move(strides), storage_offset,
+                                      numel, dtype});
+}
+
+void Tensor::check_in_storage(std::string_view op, const Storage& storage, const Shape& shape, const Strides& strides,
+                              std::int64_t storage_offset, DataType dtype) {
+  if (shape.size() != strides.size())
+    throw ShapeError(op, concat("shape ", shape, " and strides ", strides, " differ in length"));
+  if (storage_offset < 0) throw ShapeError(op, concat("negative storage offset ", storage_offset));
+  for (std::int64_t s : strides)
+    if (s < 0) throw ShapeError(op, concat("negative strides are not supported: ", strides));
+  if (checked_numel(op, shape) > 0) {
     // The last element must lie inside the storage.
     std::int64_t last = storage_offset;
     bool overflow = false;
@@ -28,12 +37,10 @@ Tensor::Tensor(Storage storage, Shape shape, Strides strides, std::int64_t stora
     }
     const std::int64_t capacity = storage.nbytes() / static_cast<std::int64_t>(infini::itemsize(dtype));
     if (overflow || last >= capacity)
-      throw ShapeError("Tensor", concat("shape ", shape, ", strides ", strides, " and offset ", storage_offset,
-                                        " reach element ", last, " of a storage holding ", capacity, " ",
-                                        dtype, " elements"));
+      throw ShapeError(op, concat("shape ", shape, ", strides ", strides, " and offset ", storage_offset,
+                                  " reach element ", last, " of a storage holding ", capacity, " ", dtype,
+                                  " elements"));
   }
-  impl_ = std::make_shared<Impl>(Impl{std::move(storage), std::move(shape), std::move(strides), storage_offset,
-                                      numel, dtype});
 }
 
 std::int64_t Tensor::size(std::int64_t d) const {

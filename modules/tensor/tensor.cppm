@@ -124,6 +124,9 @@ class Tensor {
     return *impl_;
   }
   Tensor make_view(Shape shape, Strides strides, std::int64_t offset) const;
+  // ShapeError (from `op`) unless every element of the view lies inside the storage.
+  static void check_in_storage(std::string_view op, const Storage& storage, const Shape& shape,
+                               const Strides& strides, std::int64_t storage_offset, DataType dtype);
 
   std::shared_ptr<Impl> impl_;
 };

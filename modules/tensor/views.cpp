@@ -19,9 +19,9 @@ Tensor Tensor::make_view(Shape shape, Strides strides, std::int64_t offset) cons
 Tensor Tensor::as_strided(Shape shape, Strides strides, std::optional<std::int64_t> storage_offset) const {
   if (shape.size() != strides.size())
     throw ShapeError("as_strided", concat("shape ", shape, " and strides ", strides, " differ in length"));
-  for (std::int64_t s : strides)
-    if (s < 0) throw ShapeError("as_strided", concat("negative strides are not supported: ", strides));
-  return make_view(std::move(shape), std::move(strides), storage_offset.value_or(this->storage_offset()));
+  const std::int64_t offset = storage_offset.value_or(this->storage_offset());
+  check_in_storage("as_strided", storage(), shape, strides, offset, dtype());
+  return make_view(std::move(shape), std::move(strides), offset);
 }
 
 std::optional<Strides> view_strides(const Shape& shape, const Strides& strides, const Shape& new_shape) {

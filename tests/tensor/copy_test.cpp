@@ -198,4 +198,20 @@ TEST(CopyLarge, SelfTransposeAndStridedFill) {
       ASSERT_EQ(at<float>(z, i, j), i % 2 == 0 && j % 3 == 1 ? 5.0f : 0.0f) << i << ", " << j;
 }
 
+// Batched transposes take the tiled path: sizes that are not multiples of the 32 x 32 tile,
+// a batch dim, a dtype conversion, both below and above the parallel threshold.
+TEST(CopyLarge, BatchedTransposeTiles) {
+  for (std::int64_t batch : {2, 13}) {
+    const std::int64_t rows = 70, cols = 45;
+    const Tensor src = arange(batch * cols * rows, {.dtype = kFloat32}).view({batch, cols, rows}).transpose(1, 2);
+    Tensor dst = empty({batch, rows, cols}, {.dtype = kFloat64});
+    dst.copy_(src);
+    const double* out = dst.data_ptr<double>();
+    for (std::int64_t b = 0; b < batch; ++b)
+      for (std::int64_t r = 0; r < rows; ++r)
+        for (std::int64_t c = 0; c < cols; ++c)
+          ASSERT_EQ(out[(b * rows + r) * cols + c], static_cast<double>((b * cols + c) * rows + r)) << b << r << c;
+  }
+}
+
 }  // namespace

@@ -145,7 +145,7 @@ TEST(Errors, OtherViewMisuse) {
   EXPECT_ERROR(ShapeError, zeros({3}).unfold(0, 2, 0), "unfold", "step");
   EXPECT_ERROR(ShapeError, zeros({3}).as_strided({2}, {-1}), "as_strided", "negative strides");
   // A view that reaches past the end of the storage.
-  EXPECT_ERROR(ShapeError, zeros({6}).as_strided({3, 3}, {3, 1}), "Tensor", "[3, 3]", "element 8",
+  EXPECT_ERROR(ShapeError, zeros({6}).as_strided({3, 3}, {3, 1}), "as_strided", "[3, 3]", "element 8",
                "storage holding 6");
 }
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 import infini.tensor;
 
@@ -143,6 +144,22 @@ TEST(Storage, AllocateDirectly) {
     EXPECT_EQ(s.use_count(), 3);
   }
   EXPECT_EQ(cpu_stats().live_allocations, base.live_allocations);
+}
+
+// A request the system cannot satisfy raises OutOfMemoryError naming the size and device,
+// and leaves the statistics as they were.
+TEST(Storage, FailedAllocationRaisesOutOfMemory) {
+  const MemoryStats before = memory_stats(Device::cpu());
+  try {
+    empty({std::int64_t{1} << 61}, {.dtype = kUInt8});
+    FAIL() << "expected OutOfMemoryError";
+  } catch (const OutOfMemoryError& e) {
+    EXPECT_EQ(e.op(), "allocate");
+    EXPECT_NE(std::string(e.what()).find("2305843009213693952 bytes on cpu"), std::string::npos) << e.what();
+  }
+  const MemoryStats after = memory_stats(Device::cpu());
+  EXPECT_EQ(after.allocated_bytes, before.allocated_bytes);
+  EXPECT_EQ(after.live_allocations, before.live_allocations);
 }
 
 }  // namespace
