@@ -8,6 +8,7 @@ module;
 #include <functional>
 #include <limits>
 #include <optional>
+#include <type_traits>
 #include <vector>
 module infini.tensor;
 
@@ -21,6 +22,16 @@ Tensor from_host_values(const std::vector<double>& values, const Shape& shape, T
 void check_floating(std::string_view op, DataType dtype) {
   if (!is_floating_point(dtype))
     throw DTypeError(op, concat("expected a floating-point dtype, got ", dtype));
+}
+
+// Random values are made on the host by Op's kernel (so every device gets the same
+// numbers) from a fresh range of the generator's counters, then moved to `device`.
+template <class Op, class... Params>
+Tensor random_tensor(const Shape& shape, DataType dtype, Device device, Generator* generator, Params... params) {
+  Tensor host = empty(shape, {.dtype = dtype});
+  const PhiloxState state = (generator ? *generator : default_generator()).reserve(host.numel());
+  KernelTable<Op>::call(host.device(), host, params..., state);
+  return host.to(device);
 }
 
 }  // namespace
@@ -115,29 +126,27 @@ Tensor eye(std::int64_t n, std::int64_t m, TensorOptions options) {
 Tensor rand(const Shape& shape, TensorOptions options, Generator* generator) {
   const DataType dtype = options.dtype.value_or(kFloat32);
   check_floating("rand", dtype);
-  Tensor host = empty(shape, {.dtype = dtype});
-  const PhiloxState state = (generator ? *generator : default_generator()).reserve(host.numel());
-  KernelTable<UniformKernel>::call(host.device(), host, 0.0, 1.0, state);
-  return host.to(options.device);
+  return random_tensor<UniformKernel>(shape, dtype, options.device, generator, 0.0, 1.0);
 }
 
 Tensor randn(const Shape& shape, TensorOptions options, Generator* generator) {
   const DataType dtype = options.dtype.value_or(kFloat32);
   check_floating("randn", dtype);
-  Tensor host = empty(shape, {.dtype = dtype});
-  const PhiloxState state = (generator ? *generator : default_generator()).reserve(host.numel());
-  KernelTable<NormalKernel>::call(host.device(), host, 0.0, 1.0, state);
-  return host.to(options.device);
+  return random_tensor<NormalKernel>(shape, dtype, options.device, generator, 0.0, 1.0);
 }
 
 Tensor randint(std::int64_t low, std::int64_t high, const Shape& shape, TensorOptions options, Generator* generator) {
   if (low >= high) throw Error("randint", concat("expected low < high, got low ", low, " and high ", high));
   const DataType dtype = options.dtype.value_or(kInt64);
   if (dtype == kBool) throw DTypeError("randint", "bool is not a valid dtype for randint");
-  Tensor host = empty(shape, {.dtype = dtype});
-  const PhiloxState state = (generator ? *generator : default_generator()).reserve(host.numel());
-  KernelTable<RandintKernel>::call(host.device(), host, low, high, state);
-  return host.to(options.device);
+  const bool representable = dispatch(dtype, [&]<class T>() {
+    return !std::is_integral_v<T> ||
+           (low >= static_cast<std::int64_t>(std::numeric_limits<T>::min()) &&
+            high - 1 <= static_cast<std::int64_t>(std::numeric_limits<T>::max()));
+  });
+  if (!representable)
+    throw DTypeError("randint", concat("range [", low, ", ", high, ") does not fit in ", dtype));
+  return random_tensor<RandintKernel>(shape, dtype, options.device, generator, low, high);
 }
 
 Tensor from_blob(void* data, const Shape& shape, const Strides& strides, DataType dtype, Device device,

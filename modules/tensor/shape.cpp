@@ -34,7 +34,10 @@ Strides contiguous_strides(const Shape& shape) {
   std::int64_t stride = 1;
   for (std::size_t i = shape.size(); i-- > 0;) {
     strides[i] = stride;
-    stride *= std::max<std::int64_t>(shape[i], 1);
+    // Only a zero-size tensor (whose strides are never used to address memory) can overflow
+    // here; saturate rather than wrap.
+    if (i > 0 && __builtin_mul_overflow(stride, std::max<std::int64_t>(shape[i], 1), &stride))
+      stride = std::numeric_limits<std::int64_t>::max();
   }
   return strides;
 }

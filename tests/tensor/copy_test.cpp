@@ -8,22 +8,14 @@
 #include <vector>
 import infini.tensor;
 
+#include "values.h"
+
 using namespace infini;
 
 namespace {
 
-// Element [i][j] of a 2-d tensor, read through its strides from the storage.
-template <class T>
-T at(const Tensor& t, std::int64_t i, std::int64_t j) {
-  return static_cast<const T*>(t.storage().data())[t.storage_offset() + i * t.stride(0) + j * t.stride(1)];
-}
-
-template <class T>
-std::vector<T> contiguous_values(const Tensor& t) {
-  EXPECT_TRUE(t.is_contiguous());
-  const T* p = t.data_ptr<T>();
-  return std::vector<T>(p, p + t.numel());
-}
+using test::at;
+using test::contiguous_values;
 
 TEST(Copy, FromTransposedSource) {
   const Tensor src = arange(12, {.dtype = kFloat32}).view({4, 3});  // src[i][j] = 3 i + j

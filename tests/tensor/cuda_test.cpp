@@ -8,6 +8,8 @@
 #include <vector>
 import infini.tensor;
 
+#include "values.h"
+
 using namespace infini;
 
 namespace {
@@ -17,9 +19,7 @@ namespace {
 
 template <class T>
 std::vector<T> host_values(const Tensor& t) {
-  const Tensor h = t.to(Device::cpu()).contiguous();
-  const T* p = h.data_ptr<T>();
-  return std::vector<T>(p, p + h.numel());
+  return test::contiguous_values<T>(t.to(Device::cpu()).contiguous());
 }
 
 TEST(Cuda, MissingDeviceThrowsDeviceError) {

@@ -7,6 +7,8 @@
 #include <vector>
 import infini.tensor;
 
+#include "values.h"
+
 using namespace infini;
 
 namespace {
@@ -14,8 +16,7 @@ namespace {
 template <class T>
 std::vector<T> values(const Tensor& t) {
   EXPECT_TRUE(t.is_contiguous());
-  const T* p = t.data_ptr<T>();
-  return std::vector<T>(p, p + t.numel());
+  return test::contiguous_values<T>(t);
 }
 
 TEST(Factories, EmptyHasContiguousLayout) {

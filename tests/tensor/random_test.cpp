@@ -190,6 +190,14 @@ TEST(Random, DTypeErrors) {
   EXPECT_THROW(randn({4}, {.dtype = kBool}), DTypeError);
   EXPECT_THROW(randint(0, 2, {4}, {.dtype = kBool}), DTypeError);
   EXPECT_THROW(randint(3, 3, {4}), Error);
+  EXPECT_THROW(randint(0, 300, {4}, {.dtype = kUInt8}), DTypeError);
+  EXPECT_THROW(randint(-1, 5, {4}, {.dtype = kUInt8}), DTypeError);
+  // The whole range of a type is fine: int8 in [-128, 128) hits both ends over 4096 draws.
+  Generator g(7);
+  const Tensor full_range = randint(-128, 128, {4096}, {.dtype = kInt8}, &g);
+  const std::int8_t* v = full_range.data_ptr<std::int8_t>();
+  EXPECT_EQ(*std::min_element(v, v + 4096), -128);
+  EXPECT_EQ(*std::max_element(v, v + 4096), 127);
 }
 
 }  // namespace
