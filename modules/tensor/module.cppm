@@ -12,3 +12,4 @@ export import :generator;
 export import :tensor;
 export import :dispatch;
 export import :factories;
+export import :autograd_meta;

@@ -43,12 +43,20 @@ class Storage {
   long use_count() const noexcept { return impl_.use_count(); }
   bool is_same(const Storage& other) const noexcept { return impl_ == other.impl_; }
 
+  // Bumped by every in-place write to any tensor over this storage; autograd compares it
+  // with the value recorded when a tensor was saved for backward.
+  std::uint64_t version() const noexcept { return impl_ ? impl_->version : 0; }
+  void bump_version() const noexcept {
+    if (impl_) ++impl_->version;
+  }
+
  private:
   struct Impl {
     void* data = nullptr;
     std::int64_t nbytes = 0;
     Device device;
     std::function<void(void*)> release;
+    std::uint64_t version = 0;
     ~Impl() {
       if (release) release(data);
     }

@@ -102,14 +102,25 @@ bool broadcasts_to(const Shape& from, const Shape& to) {
   return true;
 }
 
+// In-place writes that autograd cannot follow are refused while grad mode is on.
+void check_inplace_allowed(std::string_view op, const Tensor& t) {
+  if (!GradMode::is_enabled() || !t.has_autograd_meta()) return;
+  const AutogradMeta& meta = t.autograd_meta();
+  if (t.is_leaf() && meta.requires_grad)
+    throw Error(op, "a leaf tensor that requires grad is used in an in-place operation (wrap it in NoGradGuard)");
+  if (meta.is_view_of_graph)
+    throw Error(op, "in-place write into a view of a tensor that requires grad is not supported (clone() the view)");
+}
+
 }  // namespace
 
 Tensor& Tensor::copy_(const Tensor& src) {
   check_writable("copy_", *this);
+  check_inplace_allowed("copy_", *this);
   if (!broadcasts_to(src.shape(), shape()))
     throw ShapeError("copy_", concat("source of shape ", src.shape(), " does not broadcast to the destination shape ",
                                      shape()));
-  Tensor source = src.expand(shape());
+  Tensor source = src.detach().expand(shape());  // autograd records the copy as a whole, below
   if (numel() == 0) return *this;
   if (source.device() != device()) {
     // Move the bytes across as a contiguous block, then copy on this tensor's device.
@@ -125,12 +136,17 @@ Tensor& Tensor::copy_(const Tensor& src) {
     source = source.clone();
   }
   KernelTable<CopyKernel>::call(device(), *this, source);
+  storage().bump_version();
+  if (needs_grad(*this) || needs_grad(src)) autograd_hooks().record_overwrite("copy_", *this, src);
   return *this;
 }
 
 Tensor& Tensor::fill_(const Scalar& value) {
   check_writable("fill_", *this);
+  check_inplace_allowed("fill_", *this);
   if (numel() > 0) KernelTable<FillKernel>::call(device(), *this, value);
+  storage().bump_version();
+  if (needs_grad(*this)) autograd_hooks().record_overwrite("fill_", *this, Tensor());
   return *this;
 }
 

@@ -20,6 +20,11 @@ import :storage;
 
 export namespace infini {
 
+class Tensor;
+struct AutogradMeta;  // defined in :autograd_meta
+class Node;
+using TensorHook = std::function<Tensor(const Tensor&)>;
+
 // Where and of what type a new tensor is made. An unset dtype means the factory's
 // default (float32 for most; see each factory).
 struct TensorOptions {
@@ -107,6 +112,33 @@ class Tensor {
   Tensor reshape(Shape shape) const;
   Tensor flatten(std::int64_t start_dim = 0, std::int64_t end_dim = -1) const;
 
+  // ---- autograd (the engine lives in infini.autograd) ----
+  bool requires_grad() const;
+  // Marks a leaf as needing gradients; DTypeError for non-floating dtypes, Error on a non-leaf.
+  Tensor& requires_grad_(bool requires_grad = true);
+  // The accumulated gradient of a leaf (or of a tensor that called retain_grad()); undefined until backward.
+  const Tensor& grad() const;
+  void set_grad(const Tensor& grad) const;
+  // The node that computed this tensor, or null for leaves.
+  std::shared_ptr<Node> grad_fn() const;
+  std::uint32_t output_nr() const;
+  bool is_leaf() const { return grad_fn() == nullptr; }
+  // A new handle to the same data with no autograd history.
+  Tensor detach() const;
+  // Makes backward keep this non-leaf's gradient in grad().
+  void retain_grad() const;
+  // hook(grad) runs when this tensor's gradient is computed; a defined result replaces it.
+  void register_hook(TensorHook hook) const;
+  // For leaves: hook(leaf) runs after its grad() was accumulated in a backward pass.
+  void register_post_accumulate_grad_hook(std::function<void(const Tensor&)> hook) const;
+  // Computes gradients of this tensor w.r.t. the leaves of its graph (see infini.autograd).
+  void backward(const Tensor& gradient = {}, bool retain_graph = false, bool create_graph = false) const;
+  // Version of the storage's data (see Storage::version).
+  std::uint64_t version() const { return storage().version(); }
+  // This tensor's autograd record, created on first use (for autograd implementations).
+  AutogradMeta& autograd_meta() const;
+  bool has_autograd_meta() const { return impl().autograd != nullptr; }
+
   // PyTorch-style repr: "tensor([[1., 2.],\n        [3., 4.]])", summarised above 1000 elements.
   std::string str() const;
 
@@ -118,12 +150,16 @@ class Tensor {
     std::int64_t offset = 0;
     std::int64_t numel = 0;
     DataType dtype = kFloat32;
+    std::shared_ptr<AutogradMeta> autograd;
   };
   const Impl& impl() const {
     if (!impl_) throw Error("Tensor", "operation on an undefined tensor");
     return *impl_;
   }
-  Tensor make_view(Shape shape, Strides strides, std::int64_t offset) const;
+  // Re-applies a view op to another tensor of this one's geometry (autograd's backward of views).
+  using ViewReplay = std::function<Tensor(const Tensor&)>;
+  // A view of this tensor's storage; records autograd history when this tensor needs it.
+  Tensor make_view(Shape shape, Strides strides, std::int64_t offset, ViewReplay replay) const;
   // ShapeError (from `op`) unless every element of the view lies inside the storage.
   static void check_in_storage(std::string_view op, const Storage& storage, const Shape& shape,
                                const Strides& strides, std::int64_t storage_offset, DataType dtype);

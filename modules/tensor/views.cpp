@@ -12,8 +12,10 @@ module infini.tensor;
 
 namespace infini {
 
-Tensor Tensor::make_view(Shape shape, Strides strides, std::int64_t offset) const {
-  return Tensor(storage(), std::move(shape), std::move(strides), offset, dtype());
+Tensor Tensor::make_view(Shape shape, Strides strides, std::int64_t offset, ViewReplay replay) const {
+  Tensor view(storage(), std::move(shape), std::move(strides), offset, dtype());
+  if (needs_grad(*this)) autograd_hooks().record_view(*this, view, std::move(replay));
+  return view;
 }
 
 Tensor Tensor::as_strided(Shape shape, Strides strides, std::optional<std::int64_t> storage_offset) const {
@@ -21,7 +23,7 @@ Tensor Tensor::as_strided(Shape shape, Strides strides, std::optional<std::int64
     throw ShapeError("as_strided", concat("shape ", shape, " and strides ", strides, " differ in length"));
   const std::int64_t offset = storage_offset.value_or(this->storage_offset());
   check_in_storage("as_strided", storage(), shape, strides, offset, dtype());
-  return make_view(std::move(shape), std::move(strides), offset);
+  return make_view(shape, strides, offset, [=](const Tensor& t) { return t.as_strided(shape, strides, offset); });
 }
 
 std::optional<Strides> view_strides(const Shape& shape, const Strides& strides, const Shape& new_shape) {
@@ -56,19 +58,21 @@ std::optional<Strides> view_strides(const Shape& shape, const Strides& strides, 
 
 Tensor Tensor::view(Shape new_shape) const {
   new_shape = infer_size("view", new_shape, numel());
-  if (numel() == 0) return make_view(new_shape, contiguous_strides(new_shape), storage_offset());
+  const ViewReplay replay = [new_shape](const Tensor& t) { return t.view(new_shape); };
+  if (numel() == 0) return make_view(new_shape, contiguous_strides(new_shape), storage_offset(), replay);
   auto new_strides = view_strides(shape(), strides(), new_shape);
   if (!new_strides)
     throw ShapeError("view", concat("cannot view a tensor of shape ", shape(), " and strides ", strides(), " as ",
                                     new_shape, ": the dims to merge are not contiguous (use reshape, which copies)"));
-  return make_view(std::move(new_shape), std::move(*new_strides), storage_offset());
+  return make_view(std::move(new_shape), std::move(*new_strides), storage_offset(), replay);
 }
 
 Tensor Tensor::reshape(Shape new_shape) const {
   new_shape = infer_size("reshape", new_shape, numel());
-  if (numel() == 0) return make_view(new_shape, contiguous_strides(new_shape), storage_offset());
+  const ViewReplay replay = [new_shape](const Tensor& t) { return t.view(new_shape); };
+  if (numel() == 0) return make_view(new_shape, contiguous_strides(new_shape), storage_offset(), replay);
   if (auto new_strides = view_strides(shape(), strides(), new_shape))
-    return make_view(std::move(new_shape), std::move(*new_strides), storage_offset());
+    return make_view(std::move(new_shape), std::move(*new_strides), storage_offset(), replay);
   return contiguous().view(std::move(new_shape));
 }
 
@@ -109,7 +113,8 @@ Tensor Tensor::permute(const std::vector<std::int64_t>& dims) const {
     new_shape[i] = shape()[d];
     new_strides[i] = strides()[d];
   }
-  return make_view(std::move(new_shape), std::move(new_strides), storage_offset());
+  return make_view(std::move(new_shape), std::move(new_strides), storage_offset(),
+                   [dims](const Tensor& t) { return t.permute(dims); });
 }
 
 Tensor Tensor::transpose(std::int64_t dim0, std::int64_t dim1) const {
@@ -124,7 +129,8 @@ Tensor Tensor::transpose(std::int64_t dim0, std::int64_t dim1) const {
   Strides new_strides = strides();
   std::swap(new_shape[dim0], new_shape[dim1]);
   std::swap(new_strides[dim0], new_strides[dim1]);
-  return make_view(std::move(new_shape), std::move(new_strides), storage_offset());
+  return make_view(std::move(new_shape), std::move(new_strides), storage_offset(),
+                   [dim0, dim1](const Tensor& t) { return t.transpose(dim0, dim1); });
 }
 
 Tensor Tensor::t() const {
@@ -157,7 +163,8 @@ Tensor Tensor::slice(std::int64_t d, std::optional<std::int64_t> start, std::opt
   Strides new_strides = strides();
   new_shape[d] = (stop - begin + step - 1) / step;
   new_strides[d] *= step;
-  return make_view(std::move(new_shape), std::move(new_strides), storage_offset() + begin * stride(d));
+  return make_view(std::move(new_shape), std::move(new_strides), storage_offset() + begin * stride(d),
+                   [=](const Tensor& t) { return t.slice(d, begin, stop, step); });
 }
 
 Tensor Tensor::select(std::int64_t d, std::int64_t index) const {
@@ -171,7 +178,8 @@ Tensor Tensor::select(std::int64_t d, std::int64_t index) const {
   Strides new_strides = strides();
   new_shape.erase(new_shape.begin() + d);
   new_strides.erase(new_strides.begin() + d);
-  return make_view(std::move(new_shape), std::move(new_strides), storage_offset() + index * stride(d));
+  return make_view(std::move(new_shape), std::move(new_strides), storage_offset() + index * stride(d),
+                   [d, index](const Tensor& t) { return t.select(d, index); });
 }
 
 Tensor Tensor::squeeze() const {
@@ -182,17 +190,19 @@ Tensor Tensor::squeeze() const {
     new_shape.push_back(size(d));
     new_strides.push_back(stride(d));
   }
-  return make_view(std::move(new_shape), std::move(new_strides), storage_offset());
+  return make_view(std::move(new_shape), std::move(new_strides), storage_offset(),
+                   [](const Tensor& t) { return t.squeeze(); });
 }
 
 Tensor Tensor::squeeze(std::int64_t d) const {
   d = wrap_dim("squeeze", d, dim());
-  if (dim() == 0 || size(d) != 1) return make_view(shape(), strides(), storage_offset());
+  const ViewReplay replay = [d](const Tensor& t) { return t.squeeze(d); };
+  if (dim() == 0 || size(d) != 1) return make_view(shape(), strides(), storage_offset(), replay);
   Shape new_shape = shape();
   Strides new_strides = strides();
   new_shape.erase(new_shape.begin() + d);
   new_strides.erase(new_strides.begin() + d);
-  return make_view(std::move(new_shape), std::move(new_strides), storage_offset());
+  return make_view(std::move(new_shape), std::move(new_strides), storage_offset(), replay);
 }
 
 Tensor Tensor::unsqueeze(std::int64_t d) const {
@@ -202,7 +212,8 @@ Tensor Tensor::unsqueeze(std::int64_t d) const {
   const std::int64_t new_stride = d >= dim() ? 1 : size(d) * stride(d);
   new_shape.insert(new_shape.begin() + d, 1);
   new_strides.insert(new_strides.begin() + d, new_stride);
-  return make_view(std::move(new_shape), std::move(new_strides), storage_offset());
+  return make_view(std::move(new_shape), std::move(new_strides), storage_offset(),
+                   [d](const Tensor& t) { return t.unsqueeze(d); });
 }
 
 Tensor Tensor::expand(Shape new_shape) const {
@@ -225,7 +236,8 @@ Tensor Tensor::expand(Shape new_shape) const {
                                         " at dim ", i - lead, " is neither 1 nor ", new_shape[i]));
     }
   }
-  return make_view(std::move(new_shape), std::move(new_strides), storage_offset());
+  const ViewReplay replay = [new_shape](const Tensor& t) { return t.expand(new_shape); };
+  return make_view(std::move(new_shape), std::move(new_strides), storage_offset(), replay);
 }
 
 Tensor Tensor::diagonal(std::int64_t offset, std::int64_t dim1, std::int64_t dim2) const {
@@ -246,7 +258,8 @@ Tensor Tensor::diagonal(std::int64_t offset, std::int64_t dim1, std::int64_t dim
   }
   new_shape.push_back(length);
   new_strides.push_back(stride(dim1) + stride(dim2));
-  return make_view(std::move(new_shape), std::move(new_strides), new_offset);
+  return make_view(std::move(new_shape), std::move(new_strides), new_offset,
+                   [=](const Tensor& t) { return t.diagonal(offset, dim1, dim2); });
 }
 
 std::vector<Tensor> Tensor::split(std::int64_t split_size, std::int64_t d) const {
@@ -307,7 +320,8 @@ Tensor Tensor::unfold(std::int64_t d, std::int64_t window, std::int64_t step) co
   }
   new_shape.push_back(window);
   new_strides.push_back(base_stride);
-  return make_view(std::move(new_shape), std::move(new_strides), storage_offset());
+  return make_view(std::move(new_shape), std::move(new_strides), storage_offset(),
+                   [=](const Tensor& t) { return t.unfold(d, window, step); });
 }
 
 }  // namespace infini

@@ -1,0 +1,104 @@
+// Tensor's autograd accessors, grad mode, and the hook table infini.autograd fills.
+module;
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+module infini.tensor;
+
+namespace infini {
+namespace {
+thread_local bool grad_enabled = true;
+thread_local bool inference_mode = false;
+std::atomic<std::uint64_t> next_sequence_nr{0};
+}  // namespace
+
+bool GradMode::is_enabled() noexcept { return grad_enabled; }
+void GradMode::set_enabled(bool enabled) noexcept { grad_enabled = enabled; }
+bool GradMode::is_inference() noexcept { return inference_mode; }
+void GradMode::set_inference(bool inference) noexcept { inference_mode = inference; }
+
+Node::Node(std::string name, std::vector<Edge> next_edges, std::uint32_t num_outputs)
+    : name_(std::move(name)),
+      next_edges_(std::move(next_edges)),
+      num_outputs_(num_outputs),
+      sequence_nr_(next_sequence_nr.fetch_add(1, std::memory_order_relaxed)) {}
+
+AutogradHooks& autograd_hooks() noexcept {
+  static AutogradHooks hooks;
+  return hooks;
+}
+
+AutogradMeta& Tensor::autograd_meta() const {
+  impl();  // throws on an undefined tensor
+  auto& meta = impl_->autograd;
+  if (!meta) meta = std::make_shared<AutogradMeta>();
+  return *meta;
+}
+
+bool Tensor::requires_grad() const {
+  const auto& meta = impl().autograd;
+  return meta && (meta->requires_grad || meta->grad_fn);
+}
+
+Tensor& Tensor::requires_grad_(bool requires_grad) {
+  if (!is_leaf())
+    throw Error("requires_grad_", "only leaf tensors can change requires_grad (use detach() for a new leaf)");
+  if (requires_grad && !is_floating_point(dtype()))
+    throw DTypeError("requires_grad_", concat("only floating-point tensors can require gradients, got ", dtype()));
+  if (requires_grad || has_autograd_meta()) autograd_meta().requires_grad = requires_grad;
+  return *this;
+}
+
+const Tensor& Tensor::grad() const {
+  static const Tensor undefined;
+  const auto& meta = impl().autograd;
+  return meta ? meta->grad : undefined;
+}
+
+void Tensor::set_grad(const Tensor& grad) const {
+  if (grad.defined() && (grad.shape() != shape() || grad.device() != device()))
+    throw ShapeError("set_grad", concat("gradient of shape ", grad.shape(), " on ", grad.device(),
+                                        " does not match the tensor's ", shape(), " on ", device()));
+  autograd_meta().grad = grad;
+}
+
+std::shared_ptr<Node> Tensor::grad_fn() const {
+  const auto& meta = impl().autograd;
+  return meta ? meta->grad_fn : nullptr;
+}
+
+std::uint32_t Tensor::output_nr() const {
+  const auto& meta = impl().autograd;
+  return meta ? meta->output_nr : 0;
+}
+
+Tensor Tensor::detach() const {
+  return Tensor(storage(), shape(), strides(), storage_offset(), dtype());
+}
+
+void Tensor::retain_grad() const {
+  if (!requires_grad()) throw Error("retain_grad", "the tensor does not require grad");
+  if (!is_leaf()) autograd_meta().retains_grad = true;
+}
+
+void Tensor::register_hook(TensorHook hook) const {
+  if (!requires_grad()) throw Error("register_hook", "cannot register a hook on a tensor that does not require grad");
+  autograd_meta().hooks.push_back(std::move(hook));
+}
+
+void Tensor::register_post_accumulate_grad_hook(std::function<void(const Tensor&)> hook) const {
+  if (!is_leaf() || !requires_grad())
+    throw Error("register_post_accumulate_grad_hook", "only leaf tensors that require grad accumulate gradients");
+  autograd_meta().post_accumulate_hooks.push_back(std::move(hook));
+}
+
+void Tensor::backward(const Tensor& gradient, bool retain_graph, bool create_graph) const {
+  if (!autograd_hooks().backward)
+    throw Error("backward", "the autograd engine is not loaded (link infini.autograd)");
+  autograd_hooks().backward(*this, gradient, retain_graph, create_graph);
+}
+
+}  // namespace infini
