@@ -3,3 +3,5 @@
 export module infini.kernels;
 export import infini.tensor;
 export import :strided_loop;
+export import :ops;
+import :elementwise_math;  // internal to the CPU kernels

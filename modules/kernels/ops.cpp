@@ -1,0 +1,173 @@
+// Raw ops: argument checks, broadcasting, type promotion and result allocation around
+// the device kernels. They never record autograd history.
+module;
+#include <algorithm>
+#include <cstdint>
+#include <string_view>
+#include <vector>
+module infini.kernels;
+
+namespace infini::kernels {
+namespace {
+
+std::string_view op_name(UnaryOp op) {
+  constexpr std::string_view names[kUnaryOpCount] = {
+      "neg",  "abs",   "sign",  "relu",    "clamp",      "floor",   "exp",        "expm1",  "log",  "log1p",
+      "log2", "sqrt",  "rsqrt", "reciprocal", "sin",     "cos",     "tanh",       "sigmoid", "erf",  "leaky_relu",
+      "elu",  "gelu",  "gelu",  "silu",    "softplus",   "pow",     "isnan",      "isinf",  "logical_not"};
+  return names[static_cast<int>(op)];
+}
+
+std::string_view op_name(BinaryOp op) {
+  constexpr std::string_view names[kBinaryOpCount] = {"add", "sub", "mul", "div", "floor_divide", "pow",
+                                                      "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge",
+                                                      "logical_and", "logical_or", "logical_xor"};
+  return names[static_cast<int>(op)];
+}
+
+bool returns_bool(BinaryOp op) { return op >= BinaryOp::Eq; }
+
+void check_same_device(std::string_view op, const Tensor& a, const Tensor& b) {
+  if (a.device() != b.device())
+    throw DeviceError(op, concat("expected all tensors on one device, got ", a.device(), " and ", b.device()));
+}
+
+}  // namespace
+
+DataType unary_result_type(UnaryOp op, DataType t) {
+  if (op >= UnaryOp::IsNan) return kBool;
+  if (op >= UnaryOp::Exp) return is_floating_point(t) ? t : kFloat32;
+  if (t == kBool && op != UnaryOp::Abs && op != UnaryOp::Relu)
+    throw DTypeError(op_name(op), "bool tensors are not supported (use logical_not for negation)");
+  return t;
+}
+
+Tensor unary(UnaryOp op, const Tensor& x, UnaryParams params) {
+  NoGradGuard no_grad;
+  DataType result = unary_result_type(op, x.dtype());
+  // An integer base with a non-negative integral exponent stays integral, like PyTorch.
+  if (op == UnaryOp::PowScalar && is_integral(x.dtype(), true) && params.a >= 0 && params.a == static_cast<std::int64_t>(params.a))
+    result = x.dtype() == kBool ? kInt64 : x.dtype();
+  const Tensor in = result == kBool ? x : x.to(result);
+  Tensor out = empty(x.shape(), {.dtype = result, .device = x.device()});
+  KernelTable<UnaryKernel>::call(x.device(), out, in, op, params);
+  return out;
+}
+
+DataType binary_compute_type(BinaryOp op, DataType a, DataType b) {
+  const DataType t = promote_types(a, b);
+  if (op == BinaryOp::Div && !is_floating_point(t)) return kFloat32;
+  if (t == kBool && (op == BinaryOp::Sub || op == BinaryOp::Div || op == BinaryOp::FloorDiv || op == BinaryOp::Pow))
+    throw DTypeError(op_name(op), "bool tensors are not supported (use logical ops)");
+  return t;
+}
+
+Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
+  NoGradGuard no_grad;
+  check_same_device(op_name(op), a, b);
+  const Shape shape = broadcast_shapes(op_name(op), a.shape(), b.shape());
+  const DataType compute = binary_compute_type(op, a.dtype(), b.dtype());
+  Tensor out = empty(shape, {.dtype = returns_bool(op) ? kBool : compute, .device = a.device()});
+  KernelTable<BinaryKernel>::call(a.device(), out, a.to(compute).expand(shape), b.to(compute).expand(shape), op);
+  return out;
+}
+
+namespace {
+
+// The dtype a Scalar takes when it meets a tensor of dtype t (PyTorch's wrapped numbers).
+DataType wrapped_type(const Scalar& s, DataType t) {
+  if (s.is_floating_point()) return is_floating_point(t) ? t : kFloat32;
+  if (s.is_integral()) return t == kBool ? kInt64 : t;
+  return t;
+}
+
+}  // namespace
+
+Tensor binary(BinaryOp op, const Tensor& a, const Scalar& b) {
+  return binary(op, a, scalar_tensor(b, {.dtype = wrapped_type(b, a.dtype()), .device = a.device()}));
+}
+
+Tensor binary(BinaryOp op, const Scalar& a, const Tensor& b) {
+  return binary(op, scalar_tensor(a, {.dtype = wrapped_type(a, b.dtype()), .device = b.device()}), b);
+}
+
+void binary_(BinaryOp op, const Tensor& out, const Tensor& b) {
+  NoGradGuard no_grad;
+  check_same_device(op_name(op), out, b);
+  const DataType compute = binary_compute_type(op, out.dtype(), b.dtype());
+  const DataType result = returns_bool(op) ? kBool : compute;
+  if (result != out.dtype())
+    throw DTypeError(op_name(op), concat("in-place result of type ", result, " cannot be stored in a ", out.dtype(),
+                                         " tensor"));
+  const Shape shape = broadcast_shapes(op_name(op), out.shape(), b.shape());
+  if (shape != out.shape())
+    throw ShapeError(op_name(op), concat("in-place operand of shape ", b.shape(), " does not broadcast to ",
+                                         out.shape()));
+  KernelTable<BinaryKernel>::call(out.device(), out, out, b.to(compute).expand(shape), op);
+  out.storage().bump_version();
+}
+
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
+  NoGradGuard no_grad;
+  check_same_device("where", cond, a);
+  check_same_device("where", a, b);
+  if (cond.dtype() != kBool) throw DTypeError("where", concat("condition must be bool, got ", cond.dtype()));
+  const Shape shape = broadcast_shapes("where", broadcast_shapes("where", cond.shape(), a.shape()), b.shape());
+  const DataType t = promote_types(a.dtype(), b.dtype());
+  Tensor out = empty(shape, {.dtype = t, .device = a.device()});
+  KernelTable<WhereKernel>::call(a.device(), out, cond.expand(shape), a.to(t).expand(shape), b.to(t).expand(shape));
+  return out;
+}
+
+std::vector<bool> reduction_mask(std::string_view op, const std::vector<std::int64_t>& dims, std::int64_t ndim) {
+  std::vector<bool> mask(static_cast<std::size_t>(ndim), dims.empty());
+  for (std::int64_t d : dims) {
+    const std::int64_t w = wrap_dim(op, d, ndim);
+    if (ndim == 0) continue;
+    if (mask[w]) throw IndexError(op, concat("dimension ", d, " appears more than once in ", dims));
+    mask[w] = true;
+  }
+  return mask;
+}
+
+Tensor reduce(ReduceOp op, const Tensor& x, const std::vector<std::int64_t>& dims, bool keepdim) {
+  NoGradGuard no_grad;
+  constexpr std::string_view names[kReduceOpCount] = {"sum", "prod", "max", "min", "any", "all"};
+  const std::string_view name = names[static_cast<int>(op)];
+  const std::vector<bool> mask = reduction_mask(name, dims, x.dim());
+  Shape kept = x.shape(), squeezed;
+  for (std::int64_t d = 0; d < x.dim(); ++d) {
+    if (mask[d]) kept[d] = 1;
+    else squeezed.push_back(x.shape()[d]);
+  }
+  if ((op == ReduceOp::Max || op == ReduceOp::Min) && x.numel() == 0 && x.dim() > 0) {
+    for (std::int64_t d = 0; d < x.dim(); ++d)
+      if (mask[d] && x.shape()[d] == 0)
+        throw IndexError(name, concat("cannot reduce over dimension ", d, " of size 0 (shape ", x.shape(),
+                                      "): the operation has no identity"));
+  }
+  DataType result = x.dtype();
+  if (op == ReduceOp::Any || op == ReduceOp::All) result = kBool;
+  else if ((op == ReduceOp::Sum || op == ReduceOp::Prod) && !is_floating_point(x.dtype())) result = kInt64;
+  Tensor out = empty(kept, {.dtype = result, .device = x.device()});
+  KernelTable<ReduceKernel>::call(x.device(), out, x, op);
+  return keepdim ? out : out.view(squeezed);
+}
+
+Tensor sum_to(const Tensor& x, const Shape& shape) {
+  if (x.shape() == shape) return x;
+  const std::int64_t lead = x.dim() - static_cast<std::int64_t>(shape.size());
+  if (lead < 0) throw ShapeError("sum_to", concat("cannot sum shape ", x.shape(), " down to ", shape));
+  std::vector<std::int64_t> dims;
+  for (std::int64_t d = 0; d < x.dim(); ++d) {
+    if (d < lead) {
+      dims.push_back(d);
+    } else if (shape[d - lead] != x.shape()[d]) {
+      if (shape[d - lead] != 1) throw ShapeError("sum_to", concat("cannot sum shape ", x.shape(), " down to ", shape));
+      dims.push_back(d);
+    }
+  }
+  return reduce(ReduceOp::Sum, x, dims, true).view(shape);
+}
+
+}  // namespace infini::kernels

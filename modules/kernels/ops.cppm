@@ -1,0 +1,95 @@
+// Raw (non-differentiable) tensor ops and the kernel signatures behind them. These
+// functions check shapes and dtypes, broadcast and promote, allocate the result and call
+// the device's kernel; infini.autograd builds the differentiable ops on top of them.
+module;
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <vector>
+export module infini.kernels:ops;
+import infini.tensor;
+
+export namespace infini {
+
+enum class UnaryOp : std::uint8_t {
+  // same dtype as the input
+  Neg, Abs, Sign, Relu, Clamp, Floor,
+  // floating-point result (integer inputs are computed in float32)
+  Exp, Expm1, Log, Log1p, Log2, Sqrt, Rsqrt, Reciprocal, Sin, Cos, Tanh, Sigmoid, Erf,
+  LeakyRelu, Elu, GeluErf, GeluTanh, Silu, Softplus, PowScalar,
+  // bool result
+  IsNan, IsInf, LogicalNot,
+};
+inline constexpr int kUnaryOpCount = 29;
+static_assert(static_cast<int>(UnaryOp::LogicalNot) + 1 == kUnaryOpCount, "keep kUnaryOpCount in step");
+
+// Extra arguments of parametrised unary ops: LeakyRelu(slope), Elu(alpha),
+// Softplus(beta, threshold), Clamp(min, max; NaN = unbounded), PowScalar(exponent).
+struct UnaryParams {
+  double a = 0;
+  double b = 0;
+};
+
+enum class BinaryOp : std::uint8_t {
+  Add, Sub, Mul, Div, FloorDiv, Pow, Maximum, Minimum,  // arithmetic
+  Eq, Ne, Lt, Le, Gt, Ge,                               // comparisons -> bool
+  LogicalAnd, LogicalOr, LogicalXor,                    // -> bool
+};
+inline constexpr int kBinaryOpCount = 17;
+static_assert(static_cast<int>(BinaryOp::LogicalXor) + 1 == kBinaryOpCount, "keep kBinaryOpCount in step");
+
+enum class ReduceOp : std::uint8_t { Sum, Prod, Max, Min, Any, All };
+inline constexpr int kReduceOpCount = 6;
+
+// out[i] = op(in[i]); same shape; out's dtype is in's, or bool for IsNan/IsInf/LogicalNot.
+struct UnaryKernel {
+  static constexpr std::string_view name = "unary";
+  using Fn = void (*)(const Tensor& out, const Tensor& in, UnaryOp op, UnaryParams params);
+};
+// out[i] = op(a[i], b[i]); a, b (possibly expanded) share out's shape and one dtype;
+// out's dtype is theirs, or bool for comparisons and logical ops. out may alias a.
+struct BinaryKernel {
+  static constexpr std::string_view name = "binary";
+  using Fn = void (*)(const Tensor& out, const Tensor& a, const Tensor& b, BinaryOp op);
+};
+// out[i] = cond[i] ? a[i] : b[i]; all of out's shape, a and b of out's dtype, cond bool.
+struct WhereKernel {
+  static constexpr std::string_view name = "where";
+  using Fn = void (*)(const Tensor& out, const Tensor& cond, const Tensor& a, const Tensor& b);
+};
+// out = reduction of `in` over the dims where out has size 1 and in does not (keepdim
+// shape); out's dtype is the op's result dtype (see reduce()).
+struct ReduceKernel {
+  static constexpr std::string_view name = "reduce";
+  using Fn = void (*)(const Tensor& out, const Tensor& in, ReduceOp op);
+};
+
+namespace kernels {
+
+// The dtype a unary op produces for an input of dtype t.
+DataType unary_result_type(UnaryOp op, DataType t);
+Tensor unary(UnaryOp op, const Tensor& x, UnaryParams params = {});
+
+// The dtype a binary op computes in and the one it produces (PyTorch's promotion).
+DataType binary_compute_type(BinaryOp op, DataType a, DataType b);
+Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b);
+// A Scalar operand takes part as a "wrapped number": it does not widen the tensor's dtype
+// within the same kind (int * 2 stays int; float16 * 2.5 stays float16; int * 2.5 is float32).
+Tensor binary(BinaryOp op, const Tensor& a, const Scalar& b);
+Tensor binary(BinaryOp op, const Scalar& a, const Tensor& b);
+// out = op(out, b) in place; b must broadcast to out and the result dtype must be out's.
+void binary_(BinaryOp op, const Tensor& out, const Tensor& b);
+
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
+
+// Reduction over `dims` (all dims when empty); negative dims wrap; duplicates are an error.
+// Sum/Prod of bool and integers give int64, Any/All give bool, Max/Min keep the dtype.
+Tensor reduce(ReduceOp op, const Tensor& x, const std::vector<std::int64_t>& dims = {}, bool keepdim = false);
+// Sums `x` down to `shape`, which x's shape broadcasts from (the gradient of broadcasting).
+Tensor sum_to(const Tensor& x, const Shape& shape);
+
+// The dims to reduce as a mask over `ndim` dims (empty `dims`: all).
+std::vector<bool> reduction_mask(std::string_view op, const std::vector<std::int64_t>& dims, std::int64_t ndim);
+
+}  // namespace kernels
+}  // namespace infini
