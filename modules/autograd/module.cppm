@@ -1,4 +1,8 @@
-// infini.autograd: the dynamic-graph autograd engine and differentiable ops (issue 3).
-// For now it re-exports the layers below so that code can already `import infini.autograd;`.
+// infini.autograd: the dynamic-graph autograd engine and the differentiable ops.
 export module infini.autograd;
 export import infini.kernels;
+export import :function;
+export import :engine;
+export import :elementwise;
+export import :reduction;
+export import :gradcheck;

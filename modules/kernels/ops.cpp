@@ -119,6 +119,27 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   return out;
 }
 
+void accumulate_(const Tensor& dst, const Tensor& src) {
+  NoGradGuard no_grad;
+  check_same_device("accumulate_", dst, src);
+  KernelTable<AccumulateKernel>::call(dst.device(), dst, src.to(dst.dtype()).expand(dst.shape()));
+  dst.storage().bump_version();
+}
+
+bool may_have_internal_overlap(const Tensor& t) {
+  // Dims sorted by stride must each step past everything the smaller ones reach.
+  std::vector<std::pair<std::int64_t, std::int64_t>> dims;  // (stride, size)
+  for (std::int64_t d = 0; d < t.dim(); ++d)
+    if (t.shape()[d] > 1) dims.emplace_back(t.strides()[d], t.shape()[d]);
+  std::ranges::sort(dims);
+  std::int64_t reach = 1;
+  for (const auto& [stride, size] : dims) {
+    if (stride < reach) return true;
+    reach = stride * (size - 1) + reach;
+  }
+  return false;
+}
+
 std::vector<bool> reduction_mask(std::string_view op, const std::vector<std::int64_t>& dims, std::int64_t ndim) {
   std::vector<bool> mask(static_cast<std::size_t>(ndim), dims.empty());
   for (std::int64_t d : dims) {
@@ -154,20 +175,16 @@ Tensor reduce(ReduceOp op, const Tensor& x, const std::vector<std::int64_t>& dim
   return keepdim ? out : out.view(squeezed);
 }
 
-Tensor sum_to(const Tensor& x, const Shape& shape) {
-  if (x.shape() == shape) return x;
-  const std::int64_t lead = x.dim() - static_cast<std::int64_t>(shape.size());
-  if (lead < 0) throw ShapeError("sum_to", concat("cannot sum shape ", x.shape(), " down to ", shape));
+std::vector<std::int64_t> sum_to_dims(const Shape& from, const Shape& to) {
+  const std::int64_t lead = static_cast<std::int64_t>(from.size()) - static_cast<std::int64_t>(to.size());
+  auto mismatch = [&] { return ShapeError("sum_to", concat("shape ", to, " does not broadcast to ", from)); };
+  if (lead < 0) throw mismatch();
   std::vector<std::int64_t> dims;
-  for (std::int64_t d = 0; d < x.dim(); ++d) {
-    if (d < lead) {
-      dims.push_back(d);
-    } else if (shape[d - lead] != x.shape()[d]) {
-      if (shape[d - lead] != 1) throw ShapeError("sum_to", concat("cannot sum shape ", x.shape(), " down to ", shape));
-      dims.push_back(d);
-    }
+  for (std::int64_t d = 0; d < static_cast<std::int64_t>(from.size()); ++d) {
+    if (d < lead || (to[d - lead] == 1 && from[d] != 1)) dims.push_back(d);
+    else if (to[d - lead] != from[d]) throw mismatch();
   }
-  return reduce(ReduceOp::Sum, x, dims, true).view(shape);
+  return dims;
 }
 
 }  // namespace infini::kernels

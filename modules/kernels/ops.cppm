@@ -64,6 +64,13 @@ struct ReduceKernel {
   using Fn = void (*)(const Tensor& out, const Tensor& in, ReduceOp op);
 };
 
+// dst[i] += src[i]; same shape and dtype. dst may map several indices to one address
+// (an expanded or overlapping view): those additions then happen one after another.
+struct AccumulateKernel {
+  static constexpr std::string_view name = "accumulate_";
+  using Fn = void (*)(const Tensor& dst, const Tensor& src);
+};
+
 namespace kernels {
 
 // The dtype a unary op produces for an input of dtype t.
@@ -82,11 +89,16 @@ void binary_(BinaryOp op, const Tensor& out, const Tensor& b);
 
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
 
+// dst += src (src broadcast to dst, converted to dst's dtype), correct for overlapping dst.
+void accumulate_(const Tensor& dst, const Tensor& src);
+// True when two indices of t may address one element (a stride-0 or interleaved layout).
+bool may_have_internal_overlap(const Tensor& t);
+
 // Reduction over `dims` (all dims when empty); negative dims wrap; duplicates are an error.
 // Sum/Prod of bool and integers give int64, Any/All give bool, Max/Min keep the dtype.
 Tensor reduce(ReduceOp op, const Tensor& x, const std::vector<std::int64_t>& dims = {}, bool keepdim = false);
-// Sums `x` down to `shape`, which x's shape broadcasts from (the gradient of broadcasting).
-Tensor sum_to(const Tensor& x, const Shape& shape);
+// The dims of `from` to sum (keeping them) to get `to`, a shape that broadcasts to `from`.
+std::vector<std::int64_t> sum_to_dims(const Shape& from, const Shape& to);
 
 // The dims to reduce as a mask over `ndim` dims (empty `dims`: all).
 std::vector<bool> reduction_mask(std::string_view op, const std::vector<std::int64_t>& dims, std::int64_t ndim);

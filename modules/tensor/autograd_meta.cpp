@@ -81,12 +81,31 @@ Tensor Tensor::detach() const {
 
 void Tensor::retain_grad() const {
   if (!requires_grad()) throw Error("retain_grad", "the tensor does not require grad");
-  if (!is_leaf()) autograd_meta().retains_grad = true;
+  if (is_leaf() || autograd_meta().retains_grad) return;
+  autograd_meta().retains_grad = true;
+  // The gradient of this tensor is input output_nr() of its grad_fn: copy it from there.
+  std::weak_ptr<AutogradMeta> meta = impl_->autograd;
+  grad_fn()->register_pre_hook([meta, nr = output_nr()](const std::vector<Tensor>& grads) {
+    auto m = meta.lock();
+    if (m && nr < grads.size() && grads[nr].defined()) m->grad = grads[nr].detach().clone();
+    return std::vector<Tensor>{};
+  });
 }
 
 void Tensor::register_hook(TensorHook hook) const {
   if (!requires_grad()) throw Error("register_hook", "cannot register a hook on a tensor that does not require grad");
-  autograd_meta().hooks.push_back(std::move(hook));
+  if (is_leaf()) {  // run by the leaf's gradient accumulator
+    autograd_meta().hooks.push_back(std::move(hook));
+    return;
+  }
+  grad_fn()->register_pre_hook([hook = std::move(hook), nr = output_nr()](const std::vector<Tensor>& grads) {
+    if (nr >= grads.size() || !grads[nr].defined()) return std::vector<Tensor>{};
+    const Tensor replaced = hook(grads[nr]);
+    if (!replaced.defined()) return std::vector<Tensor>{};
+    std::vector<Tensor> out = grads;
+    out[nr] = replaced;
+    return out;
+  });
 }
 
 void Tensor::register_post_accumulate_grad_hook(std::function<void(const Tensor&)> hook) const {
