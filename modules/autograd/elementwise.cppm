@@ -3,11 +3,23 @@
 // gradient. In-place forms are free functions ending in '_' (Tensor's own methods cannot
 // be extended outside infini.tensor).
 module;
+#include <array>
 #include <optional>
+#include <string_view>
 export module infini.autograd:elementwise;
 import infini.kernels;
 
 export namespace infini {
+
+// Every op of this family by name, for the op table test (tests/autograd/op_table_test.cpp).
+inline constexpr std::array<std::string_view, 60> kElementwiseOps = {
+    "add", "sub", "rsub", "mul", "div", "floor_divide", "pow", "maximum", "minimum",
+    "neg", "abs", "sign", "exp", "expm1", "log", "log1p", "log2", "sqrt", "rsqrt", "reciprocal",
+    "sin", "cos", "tanh", "sigmoid", "erf", "relu", "leaky_relu", "elu", "gelu", "gelu_tanh",
+    "silu", "softplus", "clamp", "where", "lerp", "masked_fill",
+    "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor", "logical_not",
+    "isnan", "isinf", "add_", "sub_", "mul_", "div_", "masked_fill_",
+    "operator+", "operator-", "operator*", "operator/", "operator-(unary)", "operator+=", "operator*="};
 
 Tensor add(const Tensor& a, const Tensor& b, const Scalar& alpha = 1);  // a + alpha * b
 Tensor add(const Tensor& a, const Scalar& b);

@@ -37,9 +37,10 @@ GradcheckResult gradcheck(const DifferentiableFn& fn, const TensorList& inputs, 
       diff.push_back(inputs[i]);
       diff_index.push_back(i);
     }
-  const TensorList outputs = fn(inputs);
-
-  for (std::size_t o = 0; o < outputs.size(); ++o) {
+  const std::size_t output_count = fn(inputs).size();
+  for (std::size_t o = 0; o < output_count; ++o) {
+    // A fresh graph per output: the numerical part below perturbs the inputs in place.
+    const TensorList outputs = fn(inputs);
     const Tensor& out = outputs[o];
     if (!out.defined() || !is_floating_point(out.dtype())) continue;
     // Analytical Jacobian rows: one backward per output element.
@@ -59,14 +60,23 @@ GradcheckResult gradcheck(const DifferentiableFn& fn, const TensorList& inputs, 
     // Numerical columns: central differences, one input element at a time.
     for (std::size_t i = 0; i < diff.size(); ++i) {
       for (std::int64_t k = 0; k < diff[i].numel(); ++k) {
-        NoGradGuard no_grad;
-        Tensor x = element(diff[i].detach(), k);
+        // Perturb element k in place (without recording), evaluate fn as it is (it may
+        // itself take gradients, as in gradgradcheck), restore.
+        const Tensor x = element(diff[i].detach(), k);
         const double original = x.item<double>();
-        x.fill_(original + options.eps);
-        const std::vector<double> plus = values(fn(inputs)[o]);
-        x.fill_(original - options.eps);
-        const std::vector<double> minus = values(fn(inputs)[o]);
-        x.fill_(original);
+        auto evaluate_at = [&](double value) {
+          {
+            NoGradGuard no_grad;
+            Tensor(x).fill_(value);
+          }
+          return values(fn(inputs)[o]);
+        };
+        const std::vector<double> plus = evaluate_at(original + options.eps);
+        const std::vector<double> minus = evaluate_at(original - options.eps);
+        {
+          NoGradGuard no_grad;
+          Tensor(x).fill_(original);
+        }
         for (std::int64_t j = 0; j < out.numel(); ++j) {
           const double numerical = (plus[j] - minus[j]) / (2 * options.eps);
           const double a = analytical[j][i][k];

@@ -6,3 +6,4 @@ export import :engine;
 export import :elementwise;
 export import :reduction;
 export import :gradcheck;
+export import :op_list;

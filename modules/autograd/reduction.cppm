@@ -1,11 +1,16 @@
 // Differentiable reductions over any set of dims (all dims when none are given).
 module;
+#include <array>
 #include <cstdint>
+#include <string_view>
 #include <vector>
 export module infini.autograd:reduction;
 import infini.kernels;
 
 export namespace infini {
+
+// Every op of this family by name, for the op table test.
+inline constexpr std::array<std::string_view, 3> kReductionOps = {"sum", "mean", "sum_to"};
 
 // Bool and integer sums are int64; floating-point sums keep the dtype.
 Tensor sum(const Tensor& x);

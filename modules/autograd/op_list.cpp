@@ -1,0 +1,16 @@
+module;
+#include <string_view>
+#include <vector>
+module infini.autograd;
+
+namespace infini {
+
+std::vector<std::string_view> op_names() {
+  std::vector<std::string_view> names;
+  auto add_family = [&names](const auto& family) { names.insert(names.end(), family.begin(), family.end()); };
+  add_family(kElementwiseOps);
+  add_family(kReductionOps);
+  return names;
+}
+
+}  // namespace infini
