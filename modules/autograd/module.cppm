@@ -7,3 +7,4 @@ export import :elementwise;
 export import :reduction;
 export import :gradcheck;
 export import :op_list;
+export import :nn_functional;

@@ -10,6 +10,7 @@ std::vector<std::string_view> op_names() {
   auto add_family = [&names](const auto& family) { names.insert(names.end(), family.begin(), family.end()); };
   add_family(kElementwiseOps);
   add_family(kReductionOps);
+  add_family(kNNFunctionalOps);
   return names;
 }
 

@@ -1,0 +1,375 @@
+module;
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <numbers>
+#include <optional>
+#include <string_view>
+#include <vector>
+module infini.autograd;
+
+namespace infini {
+namespace {
+
+void check_floating(std::string_view op, const Tensor& x) {
+  if (!is_floating_point(x.dtype())) throw DTypeError(op, concat("expected a floating-point input, got ", x.dtype()));
+}
+
+// The row max along dim, as a constant: softmax is invariant to the shift, so the
+// gradient through it is zero and it need not be recorded.
+Tensor row_max(const Tensor& x, std::int64_t dim) {
+  NoGradGuard no_grad;
+  if (x.numel() == 0) {  // nothing to shift; also avoids max over an empty dim
+    Shape kept = x.shape();
+    kept[dim] = 1;
+    return zeros(kept, {.dtype = x.dtype(), .device = x.device()});
+  }
+  Tensor m = kernels::reduce(ReduceOp::Max, x, {dim}, true);
+  // Rows of -inf (or NaN) must not turn the shift itself into NaN.
+  return where(isinf(m), zeros_like(m), m);
+}
+
+Tensor reduce(const Tensor& loss, Reduction reduction) {
+  switch (reduction) {
+    case Reduction::None: return loss;
+    case Reduction::Sum: return sum(loss);
+    case Reduction::Mean: return mean(loss);
+  }
+  return loss;
+}
+
+void check_same_shape(std::string_view op, const Tensor& input, const Tensor& target) {
+  if (input.shape() != target.shape())
+    throw ShapeError(op, concat("input of shape ", input.shape(), " and target of shape ", target.shape(),
+                                " must have the same shape"));
+}
+
+// Shape (1, C, 1, ...) of a per-channel vector for an (N, C, ...) input.
+Shape channel_shape(const Tensor& x) {
+  Shape s(static_cast<std::size_t>(x.dim()), 1);
+  s[1] = x.shape()[1];
+  return s;
+}
+
+void check_vector(std::string_view op, std::string_view what, const std::optional<Tensor>& v, std::int64_t size) {
+  if (v && (v->dim() != 1 || v->shape()[0] != size))
+    throw ShapeError(op, concat(what, " of shape ", v->shape(), " does not match ", size, " channels"));
+}
+
+}  // namespace
+
+Tensor softmax(const Tensor& x, std::int64_t dim) {
+  check_floating("softmax", x);
+  dim = wrap_dim("softmax", dim, x.dim());
+  const Tensor e = exp(sub(x, row_max(x, dim)));
+  return div(e, sum(e, {dim}, true));
+}
+
+Tensor log_softmax(const Tensor& x, std::int64_t dim) {
+  check_floating("log_softmax", x);
+  dim = wrap_dim("log_softmax", dim, x.dim());
+  const Tensor shifted = sub(x, row_max(x, dim));
+  return sub(shifted, log(sum(exp(shifted), {dim}, true)));
+}
+
+Tensor nll_loss(const Tensor& input, const Tensor& target, const CrossEntropyOptions& options) {
+  check_floating("nll_loss", input);
+  if (is_floating_point(target.dtype()) || target.dtype() == kBool)
+    throw DTypeError("nll_loss", concat("target must hold class indices (int64), got ", target.dtype()));
+  const bool unbatched = input.dim() == 1;
+  const Tensor logp = unbatched ? input.unsqueeze(0) : input;
+  const Tensor t = unbatched ? target.reshape({1}) : target;
+  if (logp.dim() < 2) throw ShapeError("nll_loss", concat("input of shape ", input.shape(), " needs a class dim"));
+  Shape expected = logp.shape();
+  expected.erase(expected.begin() + 1);
+  if (t.shape() != expected)
+    throw ShapeError("nll_loss", concat("target of shape ", target.shape(), " does not match input of shape ",
+                                        input.shape(), " (expected ", expected, ")"));
+  const std::int64_t classes = logp.shape()[1];
+  check_vector("nll_loss", "weight", options.weight, classes);
+  const Tensor valid = ne(t, options.ignore_index);
+  {
+    const Tensor checked = where(valid, t, scalar_tensor(0, {.dtype = t.dtype()}));
+    if (checked.numel() > 0) {
+      const auto lo = kernels::reduce(ReduceOp::Min, checked).item<std::int64_t>();
+      const auto hi = kernels::reduce(ReduceOp::Max, checked).item<std::int64_t>();
+      if (lo < 0 || hi >= classes)
+        throw IndexError("nll_loss", concat("target ", lo < 0 ? lo : hi, " is out of bounds for ", classes,
+                                            " classes"));
+    }
+  }
+  // onehot (N, C, ...): 1 where the class is the target of a counted position.
+  Shape class_index_shape(static_cast<std::size_t>(logp.dim()), 1);
+  class_index_shape[1] = classes;
+  const Tensor classes_range = arange(classes, {.device = logp.device()}).view(class_index_shape);
+  const Tensor onehot = logical_and(eq(t.unsqueeze(1), classes_range), valid.unsqueeze(1)).to(logp.dtype());
+  Tensor picked = onehot;  // weight of each picked class, or 1
+  if (options.weight) picked = mul(onehot, options.weight->view(class_index_shape));
+  const Tensor per_sample_weight = sum(picked, {1});                 // (N, ...)
+  Tensor loss = neg(sum(mul(logp, picked), {1}));                    // (N, ...)
+  if (unbatched) loss = loss.reshape({});
+  switch (options.reduction) {
+    case Reduction::None: return loss;
+    case Reduction::Sum: return sum(loss);
+    case Reduction::Mean: return div(sum(loss), sum(per_sample_weight));
+  }
+  return loss;
+}
+
+Tensor cross_entropy(const Tensor& input, const Tensor& target, const CrossEntropyOptions& options) {
+  check_floating("cross_entropy", input);
+  if (options.label_smoothing < 0 || options.label_smoothing > 1)
+    throw Error("cross_entropy", concat("label_smoothing must be in [0, 1], got ", options.label_smoothing));
+  const std::int64_t class_dim = input.dim() == 1 ? 0 : 1;
+  const Tensor logp = log_softmax(input, class_dim);
+  const std::int64_t classes = input.shape()[class_dim];
+  const double eps = options.label_smoothing;
+  Shape class_shape(static_cast<std::size_t>(input.dim()), 1);
+  class_shape[class_dim] = classes;
+
+  if (is_floating_point(target.dtype())) {  // class probabilities
+    check_same_shape("cross_entropy", input, target);
+    Tensor p = eps > 0 ? add(mul(target, 1 - eps), eps / static_cast<double>(classes)) : target;
+    if (options.weight) {
+      check_vector("cross_entropy", "weight", options.weight, classes);
+      p = mul(p, options.weight->view(class_shape));
+    }
+    const Tensor loss = neg(sum(mul(logp, p), {class_dim}));
+    if (options.reduction == Reduction::Mean)
+      return div(sum(loss), static_cast<double>(input.dim() == 1 ? 1 : input.numel() / classes));
+    return reduce(loss, options.reduction);
+  }
+
+  const Tensor nll = nll_loss(logp, target, options);
+  if (eps == 0) return nll;
+  // Label smoothing: (1 - eps) * nll + eps / C * (the loss against a uniform target).
+  Tensor all_classes = options.weight ? mul(logp, options.weight->view(class_shape)) : logp;
+  Tensor smooth = neg(sum(all_classes, {class_dim}));
+  const Tensor valid = ne(target, options.ignore_index);
+  smooth = mul(smooth, valid.to(smooth.dtype()));
+  Tensor smooth_reduced;
+  switch (options.reduction) {
+    case Reduction::None: smooth_reduced = smooth; break;
+    case Reduction::Sum: smooth_reduced = sum(smooth); break;
+    case Reduction::Mean: {
+      Tensor denominator;
+      if (options.weight) {
+        // Sum of the target classes' weights over counted positions.
+        const Tensor safe_target = where(valid, target, scalar_tensor(0, {.dtype = target.dtype()}));
+        const Tensor onehot = eq(safe_target.unsqueeze(class_dim), arange(classes).view(class_shape));
+        denominator = sum(mul(mul(onehot.to(logp.dtype()), options.weight->view(class_shape)),
+                              valid.unsqueeze(class_dim).to(logp.dtype())));
+      } else {
+        denominator = sum(valid.to(logp.dtype()));
+      }
+      smooth_reduced = div(sum(smooth), denominator);
+      break;
+    }
+  }
+  return add(mul(nll, 1 - eps), mul(smooth_reduced, eps / static_cast<double>(classes)));
+}
+
+Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
+  check_same_shape("mse_loss", input, target);
+  const Tensor d = sub(input, target);
+  return reduce(mul(d, d), reduction);
+}
+
+Tensor l1_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
+  check_same_shape("l1_loss", input, target);
+  return reduce(abs(sub(input, target)), reduction);
+}
+
+Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const std::optional<Tensor>& weight,
+                            Reduction reduction) {
+  check_same_shape("binary_cross_entropy", input, target);
+  check_floating("binary_cross_entropy", input);
+  {
+    NoGradGuard no_grad;
+    if (input.numel() > 0 && (kernels::reduce(ReduceOp::Min, input).item<double>() < 0 ||
+                              kernels::reduce(ReduceOp::Max, input).item<double>() > 1))
+      throw Error("binary_cross_entropy", "input values must be probabilities in [0, 1]");
+  }
+  // PyTorch clamps the logs at -100 so that 0 * log(0) stays finite.
+  const Tensor log_p = clamp(log(input), -100.0, std::nullopt);
+  const Tensor log_q = clamp(log(rsub(input, 1.0)), -100.0, std::nullopt);
+  Tensor loss = neg(add(mul(target, log_p), mul(rsub(target, 1.0), log_q)));
+  if (weight) loss = mul(loss, *weight);
+  return reduce(loss, reduction);
+}
+
+Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target, const std::optional<Tensor>& weight,
+                                        Reduction reduction, const std::optional<Tensor>& pos_weight) {
+  check_same_shape("binary_cross_entropy_with_logits", input, target);
+  check_floating("binary_cross_entropy_with_logits", input);
+  // loss = (1 - t) x + (1 + (pw - 1) t) * log(1 + exp(-x)), with log(1 + exp(-x)) computed
+  // stably as softplus(-x).
+  const Tensor log_sigmoid_neg = softplus(neg(input), 1.0, 1e300);
+  Tensor scale = pos_weight ? add(mul(target, sub(*pos_weight, 1.0)), 1.0) : ones_like(target);
+  Tensor loss = add(mul(rsub(target, 1.0), input), mul(scale, log_sigmoid_neg));
+  if (weight) loss = mul(loss, *weight);
+  return reduce(loss, reduction);
+}
+
+Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const std::optional<Tensor>& weight,
+                  const std::optional<Tensor>& bias, double eps) {
+  check_floating("layer_norm", x);
+  const auto k = static_cast<std::int64_t>(normalized_shape.size());
+  if (k == 0 || k > x.dim() || !std::equal(normalized_shape.begin(), normalized_shape.end(), x.shape().end() - k))
+    throw ShapeError("layer_norm", concat("normalized_shape ", normalized_shape, " does not match the trailing dims of ",
+                                          x.shape()));
+  if (weight && weight->shape() != normalized_shape)
+    throw ShapeError("layer_norm", concat("weight of shape ", weight->shape(), ", expected ", normalized_shape));
+  if (bias && bias->shape() != normalized_shape)
+    throw ShapeError("layer_norm", concat("bias of shape ", bias->shape(), ", expected ", normalized_shape));
+  std::vector<std::int64_t> dims;
+  for (std::int64_t d = x.dim() - k; d < x.dim(); ++d) dims.push_back(d);
+  const Tensor centered = sub(x, mean(x, dims, true));
+  const Tensor variance = mean(mul(centered, centered), dims, true);
+  Tensor y = mul(centered, rsqrt(add(variance, eps)));
+  if (weight) y = mul(y, *weight);
+  if (bias) y = add(y, *bias);
+  return y;
+}
+
+Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const std::optional<Tensor>& weight, double eps) {
+  check_floating("rms_norm", x);
+  const auto k = static_cast<std::int64_t>(normalized_shape.size());
+  if (k == 0 || k > x.dim() || !std::equal(normalized_shape.begin(), normalized_shape.end(), x.shape().end() - k))
+    throw ShapeError("rms_norm", concat("normalized_shape ", normalized_shape, " does not match the trailing dims of ",
+                                        x.shape()));
+  if (weight && weight->shape() != normalized_shape)
+    throw ShapeError("rms_norm", concat("weight of shape ", weight->shape(), ", expected ", normalized_shape));
+  std::vector<std::int64_t> dims;
+  for (std::int64_t d = x.dim() - k; d < x.dim(); ++d) dims.push_back(d);
+  Tensor y = mul(x, rsqrt(add(mean(mul(x, x), dims, true), eps)));
+  return weight ? mul(y, *weight) : y;
+}
+
+Tensor batch_norm(const Tensor& x, const std::optional<Tensor>& running_mean, const std::optional<Tensor>& running_var,
+                  const std::optional<Tensor>& weight, const std::optional<Tensor>& bias, bool training,
+                  double momentum, double eps) {
+  check_floating("batch_norm", x);
+  if (x.dim() < 2) throw ShapeError("batch_norm", concat("expected an (N, C, ...) input, got shape ", x.shape()));
+  const std::int64_t channels = x.shape()[1];
+  check_vector("batch_norm", "running_mean", running_mean, channels);
+  check_vector("batch_norm", "running_var", running_var, channels);
+  check_vector("batch_norm", "weight", weight, channels);
+  check_vector("batch_norm", "bias", bias, channels);
+  const Shape per_channel = channel_shape(x);
+  std::vector<std::int64_t> dims{0};
+  for (std::int64_t d = 2; d < x.dim(); ++d) dims.push_back(d);
+  Tensor centered, inv_std;
+  if (training) {
+    const std::int64_t count = x.numel() / std::max<std::int64_t>(channels, 1);
+    if (count <= 1)
+      throw Error("batch_norm", concat("expected more than 1 value per channel when training, got input of shape ",
+                                       x.shape()));
+    const Tensor batch_mean = mean(x, dims, true);
+    centered = sub(x, batch_mean);
+    const Tensor variance = mean(mul(centered, centered), dims, true);  // biased, used to normalise
+    inv_std = rsqrt(add(variance, eps));
+    NoGradGuard no_grad;
+    const double unbias = static_cast<double>(count) / static_cast<double>(count - 1);
+    if (running_mean)
+      Tensor(*running_mean).copy_(add(mul(*running_mean, 1 - momentum), mul(batch_mean.detach().view({channels}), momentum)));
+    if (running_var)
+      Tensor(*running_var).copy_(add(mul(*running_var, 1 - momentum),
+                                     mul(variance.detach().view({channels}), momentum * unbias)));
+  } else {
+    if (!running_mean || !running_var)
+      throw Error("batch_norm", "running_mean and running_var are required in evaluation mode");
+    centered = sub(x, running_mean->view(per_channel));
+    inv_std = rsqrt(add(running_var->view(per_channel), eps));
+  }
+  Tensor y = mul(centered, inv_std);
+  if (weight) y = mul(y, weight->view(per_channel));
+  if (bias) y = add(y, bias->view(per_channel));
+  return y;
+}
+
+Tensor group_norm(const Tensor& x, std::int64_t num_groups, const std::optional<Tensor>& weight,
+                  const std::optional<Tensor>& bias, double eps) {
+  check_floating("group_norm", x);
+  if (x.dim() < 2) throw ShapeError("group_norm", concat("expected an (N, C, ...) input, got shape ", x.shape()));
+  const std::int64_t channels = x.shape()[1];
+  if (num_groups <= 0 || channels % num_groups != 0)
+    throw ShapeError("group_norm", concat("num_groups ", num_groups, " must divide the ", channels, " channels"));
+  check_vector("group_norm", "weight", weight, channels);
+  check_vector("group_norm", "bias", bias, channels);
+  const Tensor grouped = x.reshape({x.shape()[0], num_groups, -1});
+  const Tensor centered = sub(grouped, mean(grouped, {2}, true));
+  const Tensor variance = mean(mul(centered, centered), {2}, true);
+  Tensor y = mul(centered, rsqrt(add(variance, eps))).reshape(x.shape());
+  const Shape per_channel = channel_shape(x);
+  if (weight) y = mul(y, weight->view(per_channel));
+  if (bias) y = add(y, bias->view(per_channel));
+  return y;
+}
+
+Tensor dropout(const Tensor& x, double p, bool training, Generator* generator) {
+  if (p < 0 || p > 1) throw Error("dropout", concat("probability must be in [0, 1], got ", p));
+  if (!training || p == 0) return x;
+  if (p == 1) return mul(x, 0.0);
+  const Tensor keep = ge(rand(x.shape(), {.dtype = is_floating_point(x.dtype()) ? x.dtype() : kFloat32,
+                                          .device = x.device()},
+                              generator),
+                         p);
+  return mul(x, mul(keep.to(x.dtype()), 1.0 / (1.0 - p)));
+}
+
+Tensor rope(const Tensor& x, const Tensor& cos, const Tensor& sin) {
+  check_floating("rope", x);
+  if (x.dim() < 2 || x.shape().back() % 2 != 0)
+    throw ShapeError("rope", concat("expected x (..., T, D) with an even D, got shape ", x.shape()));
+  const std::int64_t seq = x.shape()[x.dim() - 2], half = x.shape().back() / 2;
+  if (cos.dim() != 2 || cos.shape()[0] < seq || cos.shape()[1] != half || sin.shape() != cos.shape())
+    throw ShapeError("rope", concat("cos/sin of shape ", cos.shape(), " do not cover (T, D/2) = (", seq, ", ", half,
+                                    ") of x ", x.shape()));
+  const Tensor c = cos.narrow(0, 0, seq).to(x.dtype()), s = sin.narrow(0, 0, seq).to(x.dtype());
+  const Tensor pairs = x.unflatten(-1, {half, 2});  // (..., T, D/2, 2)
+  const Tensor even = pairs.select(-1, 0), odd = pairs.select(-1, 1);
+  const Tensor rotated_even = sub(mul(even, c), mul(odd, s));
+  const Tensor rotated_odd = add(mul(even, s), mul(odd, c));
+  // Interleave back: [..., i, 0] = rotated_even, [..., i, 1] = rotated_odd.
+  const Tensor first = from_vector<double>({1, 0}, {2}, {.dtype = x.dtype(), .device = x.device()});
+  const Tensor second = from_vector<double>({0, 1}, {2}, {.dtype = x.dtype(), .device = x.device()});
+  return add(mul(rotated_even.unsqueeze(-1), first), mul(rotated_odd.unsqueeze(-1), second)).flatten(-2, -1);
+}
+
+RopeFrequencies rope_frequencies(std::int64_t head_dim, std::int64_t max_seq_len, double theta, bool use_scaled,
+                                 double scale_factor, double low_freq_factor, double high_freq_factor,
+                                 std::int64_t original_context) {
+  if (head_dim <= 0 || head_dim % 2 != 0 || max_seq_len < 0)
+    throw ShapeError("rope_frequencies", concat("head_dim ", head_dim, " must be positive and even, max_seq_len ",
+                                                max_seq_len, " non-negative"));
+  const std::int64_t half = head_dim / 2;
+  std::vector<double> freq(static_cast<std::size_t>(half));
+  const double low_wavelen = static_cast<double>(original_context) / low_freq_factor;
+  const double high_wavelen = static_cast<double>(original_context) / high_freq_factor;
+  for (std::int64_t i = 0; i < half; ++i) {
+    double f = 1.0 / std::pow(theta, static_cast<double>(2 * i) / static_cast<double>(head_dim));
+    if (use_scaled) {  // LLaMA 3.1: slow down long wavelengths, blend the middle band
+      const double wavelen = 2 * std::numbers::pi / f;
+      if (wavelen > low_wavelen) {
+        f /= scale_factor;
+      } else if (wavelen >= high_wavelen) {
+        const double smooth = (static_cast<double>(original_context) / wavelen - low_freq_factor) /
+                              (high_freq_factor - low_freq_factor);
+        f = (1 - smooth) * f / scale_factor + smooth * f;
+      }
+    }
+    freq[i] = f;
+  }
+  std::vector<double> c(static_cast<std::size_t>(max_seq_len * half)), s(c.size());
+  for (std::int64_t t = 0; t < max_seq_len; ++t)
+    for (std::int64_t i = 0; i < half; ++i) {
+      c[t * half + i] = std::cos(static_cast<double>(t) * freq[i]);
+      s[t * half + i] = std::sin(static_cast<double>(t) * freq[i]);
+    }
+  return {from_vector(c, {max_seq_len, half}, {.dtype = kFloat32}), from_vector(s, {max_seq_len, half}, {.dtype = kFloat32})};
+}
+
+Tensor silu_and_mul(const Tensor& a, const Tensor& b) { return mul(silu(a), b); }
+
+}  // namespace infini
