@@ -1,0 +1,79 @@
+// Argument checks and layout preparation for the fused attention kernels.
+module;
+#include <cstdint>
+#include <string_view>
+#include <vector>
+module infini.kernels;
+
+namespace infini::kernels {
+namespace {
+
+constexpr std::string_view kOp = "scaled_dot_product_attention";
+
+// The mask as a (B, H, Tq, Tk) view (broadcasting allowed), or undefined.
+Tensor expand_mask(const Tensor& mask, const Tensor& q, const Tensor& k) {
+  if (!mask.defined()) return mask;
+  const Shape scores{q.shape()[0], q.shape()[1], q.shape()[2], k.shape()[2]};
+  if (mask.dtype() != kBool && mask.dtype() != q.dtype())
+    throw DTypeError(kOp, concat("attn_mask must be bool or ", q.dtype(), " like the query, got ", mask.dtype()));
+  if (broadcast_shapes(kOp, mask.shape(), scores) != scores)
+    throw ShapeError(kOp, concat("attn_mask of shape ", mask.shape(), " does not broadcast to the scores' ", scores));
+  return mask.expand(scores);
+}
+
+void check(const Tensor& q, const Tensor& k, const Tensor& v) {
+  if (q.dim() != 4 || k.dim() != 4 || v.dim() != 4)
+    throw ShapeError(kOp, concat("expected 4-d query, key, value (B, H, T, D), got ", q.shape(), ", ", k.shape(),
+                                 ", ", v.shape()));
+  if (!is_floating_point(q.dtype()) || k.dtype() != q.dtype() || v.dtype() != q.dtype())
+    throw DTypeError(kOp, concat("query, key and value must share one floating-point dtype, got ", q.dtype(), ", ",
+                                 k.dtype(), ", ", v.dtype()));
+  if (k.device() != q.device() || v.device() != q.device())
+    throw DeviceError(kOp, concat("query, key and value must be on one device, got ", q.device(), ", ", k.device(),
+                                  ", ", v.device()));
+  const auto& qs = q.shape();
+  const auto& ks = k.shape();
+  const auto& vs = v.shape();
+  if (ks[0] != qs[0] || vs[0] != qs[0] || ks[3] != qs[3] || vs[1] != ks[1] || vs[2] != ks[2] || ks[1] == 0 ||
+      qs[1] % ks[1] != 0)
+    throw ShapeError(kOp, concat("incompatible shapes: query ", qs, ", key ", ks, ", value ", vs,
+                                 " (expected key (B, Hkv, Tk, D), value (B, Hkv, Tk, Dv), Hkv dividing H)"));
+}
+
+// Half-precision inputs run in float32.
+DataType compute_type(DataType t) { return t == kFloat64 ? kFloat64 : kFloat32; }
+
+}  // namespace
+
+AttentionResult attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
+                                  const AttentionParams& params) {
+  NoGradGuard no_grad;
+  check(q, k, v);
+  const DataType t = compute_type(q.dtype());
+  const Tensor qc = q.to(t).contiguous(), kc = k.to(t).contiguous(), vc = v.to(t).contiguous();
+  const Tensor m = expand_mask(mask.defined() && mask.dtype() != kBool ? mask.to(t) : mask, qc, kc);
+  const auto& qs = q.shape();
+  AttentionResult r{empty({qs[0], qs[1], qs[2], v.shape()[3]}, {.dtype = t, .device = q.device()}),
+                    empty({qs[0], qs[1], qs[2]}, {.dtype = t, .device = q.device()})};
+  KernelTable<AttentionForwardKernel>::call(q.device(), r.out, r.lse, qc, kc, vc, m, params);
+  if (t != q.dtype()) r.out = r.out.to(q.dtype());
+  return r;
+}
+
+AttentionGrads attention_backward(const Tensor& grad_out, const Tensor& q, const Tensor& k, const Tensor& v,
+                                  const Tensor& out, const Tensor& lse, const Tensor& mask,
+                                  const AttentionParams& params) {
+  NoGradGuard no_grad;
+  const DataType t = lse.dtype();
+  const Tensor qc = q.to(t).contiguous(), kc = k.to(t).contiguous(), vc = v.to(t).contiguous();
+  const Tensor m = expand_mask(mask.defined() && mask.dtype() != kBool ? mask.to(t) : mask, qc, kc);
+  AttentionGrads g{zeros(q.shape(), {.dtype = t, .device = q.device()}),
+                   zeros(k.shape(), {.dtype = t, .device = q.device()}),
+                   zeros(v.shape(), {.dtype = t, .device = q.device()})};
+  KernelTable<AttentionBackwardKernel>::call(q.device(), g.dq, g.dk, g.dv, grad_out.to(t).contiguous(), qc, kc, vc,
+                                             out.to(t).contiguous(), lse, m, params);
+  if (t != q.dtype()) g = {g.dq.to(q.dtype()), g.dk.to(q.dtype()), g.dv.to(q.dtype())};
+  return g;
+}
+
+}  // namespace infini::kernels

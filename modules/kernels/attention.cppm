@@ -1,0 +1,57 @@
+// Fused scaled dot-product attention (FlashAttention's online softmax on the CPU): no
+// (Tq, Tk) score matrix is ever stored; the forward keeps one log-sum-exp per query row
+// for the backward, which recomputes the scores row by row.
+module;
+#include <cstdint>
+#include <optional>
+#include <string_view>
+export module infini.kernels:attention;
+import infini.tensor;
+
+export namespace infini {
+
+// Shapes: q (B, H, Tq, D), k (B, Hkv, Tk, D), v (B, Hkv, Tk, Dv) with H a multiple of Hkv
+// (grouped-query attention: query head h reads key/value head h / (H / Hkv)); mask, when
+// defined, is (B, H, Tq, Tk) (a broadcast view is fine): bool (true = attend) or additive
+// float. Causal masking keeps j <= i (top-left aligned, like PyTorch). Dropout keeps a
+// weight when the Philox uniform of element ((b H + h) Tq + i) Tk + j is >= dropout_p.
+struct AttentionParams {
+  double scale = 1.0;
+  bool causal = false;
+  double dropout_p = 0.0;
+  PhiloxState dropout_state;
+};
+
+// out (B, H, Tq, Dv) and lse (B, H, Tq) float32/64 like q, written by the kernel.
+struct AttentionForwardKernel {
+  static constexpr std::string_view name = "scaled_dot_product_attention";
+  using Fn = void (*)(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v,
+                      const Tensor& mask, const AttentionParams& params);
+};
+// dq, dk, dv (shaped like q, k, v, zero-initialised by the caller) from the output gradient.
+struct AttentionBackwardKernel {
+  static constexpr std::string_view name = "scaled_dot_product_attention_backward";
+  using Fn = void (*)(const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& grad_out,
+                      const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse,
+                      const Tensor& mask, const AttentionParams& params);
+};
+
+namespace kernels {
+
+struct AttentionResult {
+  Tensor out;  // (B, H, Tq, Dv)
+  Tensor lse;  // (B, H, Tq)
+};
+// Checks shapes/dtypes/devices (errors name "scaled_dot_product_attention"), makes the
+// inputs contiguous and runs the forward kernel.
+AttentionResult attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
+                                  const AttentionParams& params);
+struct AttentionGrads {
+  Tensor dq, dk, dv;
+};
+AttentionGrads attention_backward(const Tensor& grad_out, const Tensor& q, const Tensor& k, const Tensor& v,
+                                  const Tensor& out, const Tensor& lse, const Tensor& mask,
+                                  const AttentionParams& params);
+
+}  // namespace kernels
+}  // namespace infini
