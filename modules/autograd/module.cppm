@@ -8,3 +8,4 @@ export import :reduction;
 export import :gradcheck;
 export import :op_list;
 export import :nn_functional;
+export import :attention;

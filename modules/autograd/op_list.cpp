@@ -11,6 +11,7 @@ std::vector<std::string_view> op_names() {
   add_family(kElementwiseOps);
   add_family(kReductionOps);
   add_family(kNNFunctionalOps);
+  add_family(kAttentionOps);
   return names;
 }
 

@@ -4,4 +4,5 @@ export module infini.kernels;
 export import infini.tensor;
 export import :strided_loop;
 export import :ops;
+export import :attention;
 import :elementwise_math;  // internal to the CPU kernels
