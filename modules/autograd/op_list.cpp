@@ -10,8 +10,12 @@ std::vector<std::string_view> op_names() {
   auto add_family = [&names](const auto& family) { names.insert(names.end(), family.begin(), family.end()); };
   add_family(kElementwiseOps);
   add_family(kReductionOps);
+  add_family(kShapeOps);
   add_family(kNNFunctionalOps);
   add_family(kAttentionOps);
+  add_family(kIndexingOps);
+  add_family(kLinalgOps);
+  add_family(kConvOps);
   return names;
 }
 

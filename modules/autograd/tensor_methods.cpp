@@ -17,6 +17,8 @@ using Replay = std::function<Tensor(const Tensor&)>;
 // Zeros laid out like `base` (same shape and strides) in a buffer of base's extent, so a
 // view op replayed on it picks the same elements it picked from base.
 Tensor zeros_with_layout(const Tensor& base, DataType dtype) {
+  // An overlapping base (expanded, unfolded) would make distinct gradient entries share memory.
+  if (kernels::may_have_internal_overlap(base)) return zeros(base.shape(), {.dtype = dtype, .device = base.device()});
   std::int64_t extent = base.numel() > 0 ? 1 : 0;
   for (std::int64_t d = 0; d < base.dim() && extent > 0; ++d) extent += (base.shape()[d] - 1) * base.strides()[d];
   return zeros({extent}, {.dtype = dtype, .device = base.device()}).as_strided(base.shape(), base.strides(), 0);
@@ -50,6 +52,7 @@ void record_view(const Tensor& base, const Tensor& view, Replay replay) {
 }
 
 void record_overwrite(std::string_view op, const Tensor& dst, const Tensor& src) {
+  if (!is_floating_point(dst.dtype())) return;  // integer and bool results carry no gradient
   std::vector<Edge> edges;
   if (src.defined()) edges.push_back(gradient_edge(src));
   const Shape src_shape = src.defined() ? src.shape() : Shape{};

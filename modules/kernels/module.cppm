@@ -4,5 +4,9 @@ export module infini.kernels;
 export import infini.tensor;
 export import :strided_loop;
 export import :ops;
+export import :shape;
+export import :reduce_ops;
 export import :attention;
+export import :index;
+export import :linalg;
 import :elementwise_math;  // internal to the CPU kernels

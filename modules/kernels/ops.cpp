@@ -153,7 +153,7 @@ std::vector<bool> reduction_mask(std::string_view op, const std::vector<std::int
 
 Tensor reduce(ReduceOp op, const Tensor& x, const std::vector<std::int64_t>& dims, bool keepdim) {
   NoGradGuard no_grad;
-  constexpr std::string_view names[kReduceOpCount] = {"sum", "prod", "max", "min", "any", "all"};
+  constexpr std::string_view names[kReduceOpCount] = {"sum", "prod", "max", "min", "any", "all", "logsumexp"};
   const std::string_view name = names[static_cast<int>(op)];
   const std::vector<bool> mask = reduction_mask(name, dims, x.dim());
   Shape kept = x.shape(), squeezed;
@@ -170,8 +170,9 @@ Tensor reduce(ReduceOp op, const Tensor& x, const std::vector<std::int64_t>& dim
   DataType result = x.dtype();
   if (op == ReduceOp::Any || op == ReduceOp::All) result = kBool;
   else if ((op == ReduceOp::Sum || op == ReduceOp::Prod) && !is_floating_point(x.dtype())) result = kInt64;
+  else if (op == ReduceOp::LogSumExp && !is_floating_point(x.dtype())) result = kFloat32;
   Tensor out = empty(kept, {.dtype = result, .device = x.device()});
-  KernelTable<ReduceKernel>::call(x.device(), out, x, op);
+  KernelTable<ReduceKernel>::call(x.device(), out, op == ReduceOp::LogSumExp ? x.to(result) : x, op);
   return keepdim ? out : out.view(squeezed);
 }
 

@@ -38,8 +38,10 @@ enum class BinaryOp : std::uint8_t {
 inline constexpr int kBinaryOpCount = 17;
 static_assert(static_cast<int>(BinaryOp::LogicalXor) + 1 == kBinaryOpCount, "keep kBinaryOpCount in step");
 
-enum class ReduceOp : std::uint8_t { Sum, Prod, Max, Min, Any, All };
-inline constexpr int kReduceOpCount = 6;
+// LogSumExp is log(sum(exp(x))), computed as max + log(sum(exp(x - max))).
+enum class ReduceOp : std::uint8_t { Sum, Prod, Max, Min, Any, All, LogSumExp };
+inline constexpr int kReduceOpCount = 7;
+static_assert(static_cast<int>(ReduceOp::LogSumExp) + 1 == kReduceOpCount, "keep kReduceOpCount in step");
 
 // out[i] = op(in[i]); same shape; out's dtype is in's, or bool for IsNan/IsInf/LogicalNot.
 struct UnaryKernel {
@@ -95,7 +97,8 @@ void accumulate_(const Tensor& dst, const Tensor& src);
 bool may_have_internal_overlap(const Tensor& t);
 
 // Reduction over `dims` (all dims when empty); negative dims wrap; duplicates are an error.
-// Sum/Prod of bool and integers give int64, Any/All give bool, Max/Min keep the dtype.
+// Sum/Prod of bool and integers give int64, Any/All give bool, Max/Min keep the dtype,
+// LogSumExp keeps a floating dtype and computes bool and integers in float32.
 Tensor reduce(ReduceOp op, const Tensor& x, const std::vector<std::int64_t>& dims = {}, bool keepdim = false);
 // The dims of `from` to sum (keeping them) to get `to`, a shape that broadcasts to `from`.
 std::vector<std::int64_t> sum_to_dims(const Shape& from, const Shape& to);

@@ -23,7 +23,11 @@ Tensor Tensor::as_strided(Shape shape, Strides strides, std::optional<std::int64
     throw ShapeError("as_strided", concat("shape ", shape, " and strides ", strides, " differ in length"));
   const std::int64_t offset = storage_offset.value_or(this->storage_offset());
   check_in_storage("as_strided", storage(), shape, strides, offset, dtype());
-  return make_view(shape, strides, offset, [=](const Tensor& t) { return t.as_strided(shape, strides, offset); });
+  // Replayed relative to the base's own offset, so that it also works on a copy laid out
+  // like the base at another offset (autograd's gradient buffer).
+  const std::int64_t delta = offset - this->storage_offset();
+  return make_view(shape, strides, offset,
+                   [=](const Tensor& t) { return t.as_strided(shape, strides, t.storage_offset() + delta); });
 }
 
 std::optional<Strides> view_strides(const Shape& shape, const Strides& strides, const Shape& new_shape) {

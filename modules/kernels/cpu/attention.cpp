@@ -13,9 +13,11 @@ module infini.kernels;
 namespace infini::kernels {
 namespace {
 
+// The reduction is reassociated (simd lanes) so that it vectorises.
 template <class T>
 T dot(const T* a, const T* b, std::int64_t n) {
   T s = 0;
+#pragma omp simd reduction(+ : s)
   for (std::int64_t d = 0; d < n; ++d) s += a[d] * b[d];
   return s;
 }

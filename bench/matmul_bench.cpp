@@ -1,0 +1,87 @@
+// Matrix products in float32, reported as GFLOP/s (2*M*N*K per product): 1024^3, the
+// GPT-2 (124M) layer shapes M x K x N with M = B*T = 256 (qkv 768->2304, fc 768->3072,
+// proj 3072->768, lm head 768->50304), and the transposed operands linear uses: its forward
+// x @ W^T reads W (N,K) transposed, its weight gradient g^T @ x reads g (K,M) transposed.
+// Also linear with bias, a batch of small products (attention-sized) and float64.
+//   OMP_NUM_THREADS=2 build/release/bin/matmul_bench [--benchmark_filter=Gpt2]
+#include <benchmark/benchmark.h>
+
+#include <cstdint>
+import infini.autograd;
+
+using namespace infini;
+
+namespace {
+
+void set_flops(benchmark::State& state, double flops_per_iteration) {
+  state.counters["GFLOP/s"] = benchmark::Counter(flops_per_iteration * static_cast<double>(state.iterations()) / 1e9,
+                                                 benchmark::Counter::kIsRate);
+}
+
+// (M,K) @ (K,N), both row-major.
+void Matmul(benchmark::State& state) {
+  const std::int64_t m = state.range(0), k = state.range(1), n = state.range(2);
+  const Tensor a = randn({m, k}), b = randn({k, n});
+  for (auto _ : state) benchmark::DoNotOptimize(matmul(a, b));
+  set_flops(state, 2.0 * m * n * k);
+}
+
+// x (M,K) @ W^T with W (N,K): linear's forward (W read column-major, in place).
+void MatmulTransposedB(benchmark::State& state) {
+  const std::int64_t m = state.range(0), k = state.range(1), n = state.range(2);
+  const Tensor x = randn({m, k}), w = randn({n, k});
+  for (auto _ : state) benchmark::DoNotOptimize(matmul(x, w.t()));
+  set_flops(state, 2.0 * m * n * k);
+}
+
+// g^T @ x with g (K,M): a weight gradient (g read column-major, in place).
+void MatmulTransposedA(benchmark::State& state) {
+  const std::int64_t m = state.range(0), k = state.range(1), n = state.range(2);
+  const Tensor g = randn({k, m}), x = randn({k, n});
+  for (auto _ : state) benchmark::DoNotOptimize(matmul(g.t(), x));
+  set_flops(state, 2.0 * m * n * k);
+}
+
+// linear(x (B,T,K), W (N,K), bias (N)) with B*T = M: the bias is the GEMM's C.
+void Linear(benchmark::State& state) {
+  const std::int64_t m = state.range(0), k = state.range(1), n = state.range(2);
+  const Tensor x = randn({4, m / 4, k}), w = randn({n, k}), bias = randn({n});
+  for (auto _ : state) benchmark::DoNotOptimize(linear(x, w, bias));
+  set_flops(state, 2.0 * m * n * k);
+}
+
+// (B, T, D) @ (B, D, T): attention scores of 4 sequences x 12 heads, one product per thread.
+void BmmSmall(benchmark::State& state) {
+  const std::int64_t batch = state.range(0), t = state.range(1), d = state.range(2);
+  const Tensor q = randn({batch, t, d}), k = randn({batch, d, t});
+  for (auto _ : state) benchmark::DoNotOptimize(bmm(q, k));
+  set_flops(state, 2.0 * batch * t * t * d);
+}
+
+void MatmulF64(benchmark::State& state) {
+  const std::int64_t m = state.range(0), k = state.range(1), n = state.range(2);
+  const Tensor a = randn({m, k}, {.dtype = kFloat64}), b = randn({k, n}, {.dtype = kFloat64});
+  for (auto _ : state) benchmark::DoNotOptimize(matmul(a, b));
+  set_flops(state, 2.0 * m * n * k);
+}
+
+void gpt2_shapes(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"M", "K", "N"});
+  b->Args({1024, 1024, 1024});
+  b->Args({256, 768, 2304});
+  b->Args({256, 768, 3072});
+  b->Args({256, 3072, 768});
+  b->Args({256, 768, 50304});
+  b->Unit(benchmark::kMillisecond)->UseRealTime();
+}
+
+BENCHMARK(Matmul)->Apply(gpt2_shapes);
+BENCHMARK(MatmulTransposedB)->Apply(gpt2_shapes);
+BENCHMARK(MatmulTransposedA)->Apply(gpt2_shapes);
+BENCHMARK(Linear)->ArgNames({"M", "K", "N"})->Args({256, 768, 2304})->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BmmSmall)->ArgNames({"B", "T", "D"})->Args({48, 64, 64})->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(MatmulF64)->ArgNames({"M", "K", "N"})->Args({1024, 1024, 1024})->Unit(benchmark::kMillisecond)->UseRealTime();
+
+}  // namespace
+
+BENCHMARK_MAIN();

@@ -1,0 +1,234 @@
+// conv1d, conv2d and conv_transpose2d as compositions of differentiable ops (see conv.cppm),
+// and the window helpers the pooling ops share.
+module;
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <numeric>
+#include <string_view>
+#include <vector>
+module infini.autograd;
+
+namespace infini {
+namespace spatial {
+
+Tensor upcast(const Tensor& x) { return x.dtype() == kFloat16 || x.dtype() == kBFloat16 ? x.to(kFloat32) : x; }
+Tensor downcast(const Tensor& y, DataType dtype) { return y.dtype() == dtype ? y : y.to(dtype); }
+Tensor unaliased(const Tensor& x) { return kernels::may_have_internal_overlap(x) ? x.contiguous() : x; }
+
+Tensor windows(const Tensor& x, const std::vector<std::int64_t>& kernel, const std::vector<std::int64_t>& stride,
+               const std::vector<std::int64_t>& dilation, const std::vector<std::int64_t>& out) {
+  Shape shape{x.size(0), x.size(1)};
+  Strides strides{x.stride(0), x.stride(1)};
+  for (std::size_t d = 0; d < kernel.size(); ++d) {  // k_d: dilation_d apart
+    shape.push_back(kernel[d]);
+    strides.push_back(x.stride(2 + static_cast<std::int64_t>(d)) * dilation[d]);
+  }
+  for (std::size_t d = 0; d < kernel.size(); ++d) {  // o_d: stride_d apart
+    shape.push_back(out[d]);
+    strides.push_back(x.stride(2 + static_cast<std::int64_t>(d)) * stride[d]);
+  }
+  return x.as_strided(shape, strides);
+}
+
+Tensor batched(std::string_view op, const Tensor& x, std::size_t dims, bool& unbatched) {
+  const auto rank = static_cast<std::int64_t>(dims);
+  if (x.dim() != rank + 1 && x.dim() != rank + 2)
+    throw ShapeError(op, concat("expected a ", rank + 1, "-d (unbatched) or ", rank + 2, "-d (batched) input, got shape ",
+                                x.shape()));
+  unbatched = x.dim() == rank + 1;
+  const Tensor xb = unbatched ? x.unsqueeze(0) : x;
+  for (std::int64_t d = 1; d < xb.dim(); ++d)
+    if (xb.size(d) == 0)
+      throw ShapeError(op, concat("expected non-empty channel and spatial dims, got input of shape ", x.shape()));
+  return xb;
+}
+
+void check_at_least(std::string_view op, std::string_view what, const std::vector<std::int64_t>& values,
+                    std::int64_t min) {
+  for (std::int64_t v : values)
+    if (v < min) throw ShapeError(op, concat(what, " must be >= ", min, ", got ", values));
+}
+
+}  // namespace spatial
+
+namespace {
+
+using Ints = std::vector<std::int64_t>;
+
+std::int64_t product(const Ints& v) { return std::accumulate(v.begin(), v.end(), std::int64_t{1}, std::multiplies<>()); }
+
+// x (N, C, *spatial) with left[d] zeros before and right[d] after spatial dim d (negative
+// sizes crop); x itself when all are 0.
+Tensor padded(const Tensor& x, const Ints& left, const Ints& right) {
+  Ints pads;  // pad()'s order: last dim first
+  bool any = false;
+  for (std::size_t d = left.size(); d-- > 0;) {
+    pads.push_back(left[d]);
+    pads.push_back(right[d]);
+    any = any || left[d] != 0 || right[d] != 0;
+  }
+  return any ? pad(x, pads) : x;
+}
+
+void check_operands(std::string_view op, const Tensor& x, const Tensor& weight, const Tensor& bias,
+                    std::size_t dims) {
+  if (!is_floating_point(x.dtype()))
+    throw DTypeError(op, concat("expected a floating-point input, got ", x.dtype()));
+  if (weight.dtype() != x.dtype() || (bias.defined() && bias.dtype() != x.dtype()))
+    throw DTypeError(op, concat("input (", x.dtype(), "), weight (", weight.dtype(), ")",
+                                bias.defined() ? concat(" and bias (", bias.dtype(), ")") : "",
+                                " must have the same dtype"));
+  if (weight.device() != x.device() || (bias.defined() && bias.device() != x.device()))
+    throw DeviceError(op, concat("input (", x.device(), "), weight (", weight.device(), ")",
+                                 bias.defined() ? concat(" and bias (", bias.device(), ")") : "",
+                                 " must be on one device"));
+  if (weight.dim() != static_cast<std::int64_t>(dims) + 2)
+    throw ShapeError(op, concat("expected a ", dims + 2, "-d weight, got shape ", weight.shape()));
+  for (std::int64_t d = 2; d < weight.dim(); ++d)
+    if (weight.size(d) == 0) throw ShapeError(op, concat("expected a non-empty kernel, got weight of shape ",
+                                                         weight.shape()));
+}
+
+void check_bias(std::string_view op, const Tensor& bias, std::int64_t channels) {
+  if (bias.defined() && (bias.dim() != 1 || bias.size(0) != channels))
+    throw ShapeError(op, concat("expected a bias of shape [", channels, "] (one per output channel), got ", bias.shape()));
+}
+
+// y (N, C_out, *out) = conv of xb (N, C_in, *in), batched, with weight (C_out, C_in / groups,
+// *kernel): windows of the padded input, copied into columns (N, g, C_in / g * K, L), times
+// the weight as (g, C_out / g, C_in / g * K). Operands of one dtype (float32 or float64,
+// already checked by check_operands); the geometry is checked here, errors name op.
+Tensor convolve(std::string_view op, const Tensor& xb, const Tensor& weight, const Tensor& bias, const Ints& stride,
+                const Ints& padding, const Ints& dilation, std::int64_t groups) {
+  const std::size_t dims = stride.size();
+  const std::int64_t n = xb.size(0), c_in = xb.size(1), c_out = weight.size(0);
+  if (groups < 1) throw ShapeError(op, concat("groups must be positive, got ", groups));
+  if (c_out % groups != 0)
+    throw ShapeError(op, concat("groups=", groups, " must divide the ", c_out,
+                                " output channels (dim 0 of weight of shape ", weight.shape(), ")"));
+  if (weight.size(1) * groups != c_in)
+    throw ShapeError(op, concat("given groups=", groups, ", weight of shape ", weight.shape(), " expects ",
+                                weight.size(1) * groups, " input channels, got input of shape ", xb.shape(),
+                                " with ", c_in));
+  check_bias(op, bias, c_out);
+  spatial::check_at_least(op, "stride", stride, 1);
+  spatial::check_at_least(op, "padding", padding, 0);
+  spatial::check_at_least(op, "dilation", dilation, 1);
+  Ints kernel, out;
+  for (std::size_t d = 0; d < dims; ++d) {
+    const std::int64_t k = weight.size(2 + static_cast<std::int64_t>(d));
+    const std::int64_t padded = xb.size(2 + static_cast<std::int64_t>(d)) + 2 * padding[d];
+    const std::int64_t span = dilation[d] * (k - 1) + 1;
+    if (padded < span)
+      throw ShapeError(op, concat("the padded input of shape ", xb.shape(), " (padding ", padding,
+                                  ") is smaller than the kernel of weight ", weight.shape(), " (dilation ", dilation,
+                                  ") along spatial dim ", d, ": ", padded, " < ", span));
+    kernel.push_back(k);
+    out.push_back((padded - span) / stride[d] + 1);
+  }
+  const Tensor x = padded(xb, padding, padding);
+  const Tensor win = spatial::windows(spatial::unaliased(x), kernel, stride, dilation, out);  // (N, C, *K, *out)
+  const std::int64_t per_group = c_in / groups * product(kernel), length = product(out);
+  const Tensor columns = win.reshape({n, groups, per_group, length});                        // copies
+  const Tensor w = weight.reshape({groups, c_out / groups, per_group});
+  Shape y_shape{n, c_out};
+  y_shape.insert(y_shape.end(), out.begin(), out.end());
+  Tensor y = matmul(w, columns).reshape(y_shape);  // (N, g, C_out / g, L) -> (N, C_out, *out)
+  if (bias.defined()) {
+    Shape channel(dims + 1, 1);  // (C_out, 1, ...)
+    channel[0] = c_out;
+    y = add(y, bias.view(channel));
+  }
+  return y;
+}
+
+Tensor convolution(std::string_view op, const Tensor& x, const Tensor& weight, const Tensor& bias, const Ints& stride,
+                   const Ints& padding, const Ints& dilation, std::int64_t groups) {
+  const std::size_t dims = stride.size();
+  check_operands(op, x, weight, bias, dims);
+  bool unbatched = false;
+  const Tensor xb = spatial::batched(op, x, dims, unbatched);
+  const Tensor y = convolve(op, spatial::upcast(xb), spatial::upcast(weight),
+                            bias.defined() ? spatial::upcast(bias) : bias, stride, padding, dilation, groups);
+  return spatial::downcast(unbatched ? y.squeeze(0) : y, x.dtype());
+}
+
+// x with stride - 1 zeros inserted between neighbours along dim: size n -> (n - 1) stride + 1.
+Tensor spread(const Tensor& x, std::int64_t dim, std::int64_t stride) {
+  if (stride == 1) return x;
+  const std::int64_t n = x.size(dim);
+  Shape gap = x.shape();
+  gap.insert(gap.begin() + dim + 1, stride - 1);
+  gap[dim] = n;
+  const Tensor zero = zeros(gap, {.dtype = x.dtype(), .device = x.device()});
+  Shape merged = x.shape();
+  merged[dim] = n * stride;
+  return cat({x.unsqueeze(dim + 1), zero}, dim + 1).view(merged).narrow(dim, 0, (n - 1) * stride + 1);
+}
+
+}  // namespace
+
+Tensor conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias, ExpandingArray<1> stride,
+              ExpandingArray<1> padding, ExpandingArray<1> dilation, std::int64_t groups) {
+  return convolution("conv1d", x, weight, bias, stride.value_or(1), padding.value_or(0), dilation.value_or(1), groups);
+}
+
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, ExpandingArray<2> stride,
+              ExpandingArray<2> padding, ExpandingArray<2> dilation, std::int64_t groups) {
+  return convolution("conv2d", x, weight, bias, stride.value_or(1), padding.value_or(0), dilation.value_or(1), groups);
+}
+
+// A stride-1 conv2d of the spread, padded input with the flipped kernel whose in/out
+// channels are swapped within each group: weight (C_in, C_out / g, kH, kW) ->
+// (C_out, C_in / g, kH, kW). Padding dilation (k - 1) - padding on both sides (negative
+// crops) plus output_padding after.
+Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const Tensor& bias, ExpandingArray<2> stride_arg,
+                        ExpandingArray<2> padding_arg, ExpandingArray<2> output_padding_arg, std::int64_t groups,
+                        ExpandingArray<2> dilation_arg) {
+  constexpr std::string_view op = "conv_transpose2d";
+  check_operands(op, x, weight, bias, 2);
+  bool unbatched = false;
+  const Tensor xb = spatial::batched(op, x, 2, unbatched);
+  const Ints stride = stride_arg.value_or(1), padding = padding_arg.value_or(0),
+             output_padding = output_padding_arg.value_or(0), dilation = dilation_arg.value_or(1);
+  spatial::check_at_least(op, "stride", stride, 1);
+  spatial::check_at_least(op, "padding", padding, 0);
+  spatial::check_at_least(op, "output_padding", output_padding, 0);
+  spatial::check_at_least(op, "dilation", dilation, 1);
+  const std::int64_t c_in = xb.size(1);
+  if (groups < 1) throw ShapeError(op, concat("groups must be positive, got ", groups));
+  if (weight.size(0) != c_in)
+    throw ShapeError(op, concat("weight of shape ", weight.shape(), " expects ", weight.size(0),
+                                " input channels, got input of shape ", xb.shape(), " with ", c_in));
+  if (c_in % groups != 0)
+    throw ShapeError(op, concat("groups=", groups, " must divide the ", c_in, " input channels"));
+  const std::int64_t c_out = weight.size(1) * groups;
+  check_bias(op, bias, c_out);
+  Ints left, right;
+  for (std::size_t d = 0; d < 2; ++d) {
+    const std::int64_t k = weight.size(2 + static_cast<std::int64_t>(d)), in = xb.size(2 + static_cast<std::int64_t>(d));
+    if (output_padding[d] >= std::max(stride[d], dilation[d]))
+      throw ShapeError(op, concat("output_padding ", output_padding, " must be smaller than stride ", stride,
+                                  " or dilation ", dilation, " along spatial dim ", d));
+    const std::int64_t size = (in - 1) * stride[d] - 2 * padding[d] + dilation[d] * (k - 1) + output_padding[d] + 1;
+    if (size < 1)
+      throw ShapeError(op, concat("input of shape ", xb.shape(), " with weight ", weight.shape(), ", stride ", stride,
+                                  ", padding ", padding, " gives an output size of ", size, " along spatial dim ", d));
+    left.push_back(dilation[d] * (k - 1) - padding[d]);
+    right.push_back(left.back() + output_padding[d]);
+  }
+  const Tensor spread_x = spread(spread(spatial::upcast(xb), 2, stride[0]), 3, stride[1]);
+  const Shape& ws = weight.shape();
+  const Tensor w = flip(spatial::upcast(weight)
+                            .reshape({groups, c_in / groups, ws[1], ws[2], ws[3]})
+                            .transpose(1, 2)
+                            .reshape({c_out, c_in / groups, ws[2], ws[3]}),
+                        {2, 3});
+  const Tensor y = convolve(op, padded(spread_x, left, right), w, bias.defined() ? spatial::upcast(bias) : bias,
+                            {1, 1}, {0, 0}, dilation, groups);
+  return spatial::downcast(unbatched ? y.squeeze(0) : y, x.dtype());
+}
+
+}  // namespace infini

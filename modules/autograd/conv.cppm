@@ -1,0 +1,153 @@
+// Differentiable convolution, pooling and resampling (torch.nn.functional semantics and
+// argument order). Inputs are batched (N, C, *spatial) or unbatched (C, *spatial); every
+// non-batch dim must be non-empty, the batch may be. All ops are compositions of
+// differentiable ops (pad, as_strided windows, matmul, reductions, index_select), so their
+// derivatives of every order follow from those.
+//
+//   conv1d / conv2d      windows of the zero-padded input (one as_strided view, its
+//                        backward sums overlapping windows) copied into (N, g, C/g*K, L)
+//                        columns, times the (g, O/g, C/g*K) weight, plus bias.
+//   conv_transpose2d     zeros inserted between input pixels (stride), padded by
+//                        dilation*(k-1) - padding (+ output_padding), convolved with the
+//                        flipped, in/out-transposed weight.
+//   max / avg pooling    windows of the padded input reduced over the window dims.
+//   adaptive_avg_pool2d  A_h @ x @ A_w^T with averaging matrices, like bilinear interpolate;
+//   interpolate nearest  index_select of the source rows and columns.
+//
+// Convolution and averaging need floating-point inputs (float16/bfloat16 are computed in
+// float32); max pooling and nearest interpolation also take integers.
+module;
+#include <array>
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <vector>
+export module infini.autograd:conv;
+import infini.kernels;
+
+export namespace infini {
+
+// Every op of this family by name, for the op table test.
+inline constexpr std::array<std::string_view, 9> kConvOps = {
+    "conv1d",    "conv2d",     "conv_transpose2d", "max_pool2d",  "max_pool2d_with_indices",
+    "avg_pool2d", "avg_pool3d", "adaptive_avg_pool2d", "interpolate"};
+
+// PyTorch's `int or tuple` arguments (libtorch's ExpandingArray): one value for every
+// spatial dim, or one per dim: conv2d(x, w, b, 2) or conv2d(x, w, b, {2, 1}). A
+// default-constructed one ({}) is unset and stands for the op's default.
+template <std::size_t D>
+class ExpandingArray {
+ public:
+  ExpandingArray() = default;
+  ExpandingArray(std::int64_t value) : set_(true) { values_.fill(value); }
+  template <std::convertible_to<std::int64_t>... Ints>
+    requires(sizeof...(Ints) == D && D > 1)
+  ExpandingArray(Ints... values) : values_{static_cast<std::int64_t>(values)...}, set_(true) {}
+
+  bool has_value() const { return set_; }
+  // The values, or `fallback` when unset.
+  std::vector<std::int64_t> value_or(const std::vector<std::int64_t>& fallback) const {
+    return set_ ? std::vector<std::int64_t>(values_.begin(), values_.end()) : fallback;
+  }
+  std::vector<std::int64_t> value_or(std::int64_t fallback) const {
+    return value_or(std::vector<std::int64_t>(D, fallback));
+  }
+
+ private:
+  std::array<std::int64_t, D> values_{};
+  bool set_ = false;
+};
+
+// ---- convolution ----
+
+// x (N, C_in, L) or (C_in, L), weight (C_out, C_in / groups, K), bias (C_out) or undefined
+// -> (N, C_out, L_out), L_out = (L + 2 padding - dilation (K - 1) - 1) / stride + 1.
+Tensor conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias = {}, ExpandingArray<1> stride = 1,
+              ExpandingArray<1> padding = 0, ExpandingArray<1> dilation = 1, std::int64_t groups = 1);
+// x (N, C_in, H, W) or (C_in, H, W), weight (C_out, C_in / groups, kH, kW), bias (C_out)
+// -> (N, C_out, H_out, W_out), sizes as for conv1d per spatial dim.
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias = {}, ExpandingArray<2> stride = 1,
+              ExpandingArray<2> padding = 0, ExpandingArray<2> dilation = 1, std::int64_t groups = 1);
+// The adjoint of conv2d w.r.t. its input: x (N, C_in, H, W), weight (C_in, C_out / groups,
+// kH, kW), bias (C_out) -> (N, C_out, H_out, W_out) with H_out = (H - 1) stride - 2 padding
+// + dilation (kH - 1) + output_padding + 1. output_padding < max(stride, dilation) per dim.
+Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const Tensor& bias = {},
+                        ExpandingArray<2> stride = 1, ExpandingArray<2> padding = 0,
+                        ExpandingArray<2> output_padding = 0, std::int64_t groups = 1,
+                        ExpandingArray<2> dilation = 1);
+
+// ---- pooling ----
+// Output sizes: (in + 2 padding - dilation (k - 1) - 1) / stride + 1, rounded down, or up
+// with ceil_mode, where the last window must then start inside the input or the left
+// padding. padding <= kernel_size / 2. An unset stride is kernel_size.
+
+struct MaxPoolResult {
+  Tensor values;
+  Tensor indices;  // int64: position ih * W + iw of each maximum in its input (H, W) plane
+};
+// The max of each window (padding never wins); the gradient goes to the first maximal
+// element of the window (row-major), NaN counting as the maximum.
+MaxPoolResult max_pool2d_with_indices(const Tensor& x, ExpandingArray<2> kernel_size, ExpandingArray<2> stride = {},
+                                      ExpandingArray<2> padding = 0, ExpandingArray<2> dilation = 1,
+                                      bool ceil_mode = false);
+Tensor max_pool2d(const Tensor& x, ExpandingArray<2> kernel_size, ExpandingArray<2> stride = {},
+                  ExpandingArray<2> padding = 0, ExpandingArray<2> dilation = 1, bool ceil_mode = false);
+
+// The mean of each window. The divisor is divisor_override when given, else the window's
+// size clipped to the padded input (count_include_pad) or to the input itself.
+Tensor avg_pool2d(const Tensor& x, ExpandingArray<2> kernel_size, ExpandingArray<2> stride = {},
+                  ExpandingArray<2> padding = 0, bool ceil_mode = false, bool count_include_pad = true,
+                  std::optional<std::int64_t> divisor_override = {});
+Tensor avg_pool3d(const Tensor& x, ExpandingArray<3> kernel_size, ExpandingArray<3> stride = {},
+                  ExpandingArray<3> padding = 0, bool ceil_mode = false, bool count_include_pad = true,
+                  std::optional<std::int64_t> divisor_override = {});
+
+// x (N, C, H, W) or (C, H, W) -> (..., oH, oW): output (i, j) averages input rows
+// [floor(i H / oH), ceil((i + 1) H / oH)) and the columns likewise.
+Tensor adaptive_avg_pool2d(const Tensor& x, ExpandingArray<2> output_size);
+
+// ---- resampling ----
+
+enum class InterpolateMode { Nearest, Bilinear };
+struct InterpolateOptions {
+  std::vector<std::int64_t> size{};    // output spatial size (one value per spatial dim, or one for all) ...
+  std::vector<double> scale_factor{};  // ... or multipliers: size = floor(in * scale_factor)
+  InterpolateMode mode = InterpolateMode::Nearest;
+  std::optional<bool> align_corners{};  // bilinear only (default false)
+};
+// x (N, C, *spatial). Nearest (PyTorch's legacy "nearest", any number of spatial dims,
+// any dtype): source index min(floor(dst * scale), in - 1) with scale = 1 / scale_factor
+// when given, else in / out. Bilinear (4-d input, floating point): source coordinate
+// dst * (in - 1) / (out - 1) with align_corners, else max(0, (dst + 0.5) * scale - 0.5).
+Tensor interpolate(const Tensor& x, const InterpolateOptions& options);
+
+}  // namespace infini
+
+// Shared by the family's implementation units (not exported).
+namespace infini::spatial {
+
+// x with float16/bfloat16 converted to float32, and back.
+Tensor upcast(const Tensor& x);
+Tensor downcast(const Tensor& y, DataType dtype);
+
+// x, or a contiguous copy when two of its indices share memory (an expanded tensor): the
+// as_strided views below address memory through x's strides.
+Tensor unaliased(const Tensor& x);
+
+// The spatial dims (the last `dims`) of x (N, C, *spatial) viewed as windows: element
+// (n, c, k_1..k_D, o_1..o_D) is x[n, c, o_d stride_d + k_d dilation_d ...]. x must not be
+// aliased (see unaliased) and must hold every window.
+Tensor windows(const Tensor& x, const std::vector<std::int64_t>& kernel, const std::vector<std::int64_t>& stride,
+               const std::vector<std::int64_t>& dilation, const std::vector<std::int64_t>& out);
+
+// x as batched (N, C, *spatial) with `dims` spatial dims: unbatched (C, *spatial) gets a
+// batch of 1 (reported by `unbatched`). ShapeError for other ranks or an empty non-batch dim.
+Tensor batched(std::string_view op, const Tensor& x, std::size_t dims, bool& unbatched);
+
+// ShapeError unless every entry of values (the op's argument `what`) is >= min.
+void check_at_least(std::string_view op, std::string_view what, const std::vector<std::int64_t>& values,
+                    std::int64_t min);
+
+}  // namespace infini::spatial

@@ -1,0 +1,104 @@
+// The raw matrix product: argument checks, PyTorch's rules for 1-D operands and batch
+// dims, the added bias, and the folding of batch dims into rows where that turns a batch
+// of GEMMs into one large GEMM (x (B,T,C) @ w (C,D) is one (B*T,C) @ (C,D) product).
+module;
+#include <cstdint>
+#include <string_view>
+#include <vector>
+module infini.kernels;
+
+namespace infini::kernels {
+namespace {
+
+void check_operands(const Tensor& a, const Tensor& b, const MatmulOptions& o) {
+  if (a.dim() == 0 || b.dim() == 0)
+    throw ShapeError(o.op, concat("both operands need at least 1 dimension, got shapes ", a.shape(), " and ",
+                                  b.shape()));
+  if (a.device() != b.device() || (o.bias.defined() && o.bias.device() != a.device()))
+    throw DeviceError(o.op, concat("expected all tensors on one device, got ", a.device(), " and ", b.device(),
+                                   o.bias.defined() ? concat(" (bias on ", o.bias.device(), ")") : ""));
+  if (a.dtype() != b.dtype())
+    throw DTypeError(o.op, concat("expected both operands to have the same dtype, got ", a.dtype(), " and ",
+                                  b.dtype()));
+  if (!is_floating_point(a.dtype()))
+    throw DTypeError(o.op, concat("operands of dtype ", a.dtype(), " are not supported (expected a floating-point "
+                                  "dtype)"));
+  if (o.bias.defined() && o.bias.dtype() != a.dtype())
+    throw DTypeError(o.op, concat("bias of dtype ", o.bias.dtype(), " does not match the operands' ", a.dtype()));
+}
+
+std::int64_t product(const Shape& shape) {
+  std::int64_t n = 1;
+  for (std::int64_t s : shape) n *= s;
+  return n;
+}
+
+// True when `from` broadcasts to `to` without changing it.
+bool broadcasts_to(const Shape& from, const Shape& to) {
+  if (from.size() > to.size()) return false;
+  const std::size_t lead = to.size() - from.size();
+  for (std::size_t d = 0; d < from.size(); ++d)
+    if (from[d] != 1 && from[d] != to[lead + d]) return false;
+  return true;
+}
+
+Shape with_matrix(Shape batch, std::int64_t rows, std::int64_t cols) {
+  batch.push_back(rows);
+  batch.push_back(cols);
+  return batch;
+}
+
+}  // namespace
+
+Tensor matmul(const Tensor& a, const Tensor& b, const MatmulOptions& o) {
+  NoGradGuard no_grad;
+  check_operands(a, b, o);
+  // Lift 1-D operands to matrices: a (k) -> (1, k), b (k) -> (k, 1).
+  const Tensor am = a.dim() == 1 ? a.unsqueeze(0) : a;
+  const Tensor bm = b.dim() == 1 ? b.unsqueeze(1) : b;
+  const std::int64_t m = am.shape().end()[-2], k = am.shape().back();
+  const std::int64_t n = bm.shape().back();
+  if (bm.shape().end()[-2] != k)
+    throw ShapeError(o.op, concat("shapes ", a.shape(), " and ", b.shape(), " cannot be multiplied (", k,
+                                  " columns vs ", bm.shape().end()[-2], " rows)"));
+  const Shape a_batch(am.shape().begin(), am.shape().end() - 2), b_batch(bm.shape().begin(), bm.shape().end() - 2);
+  Shape batch;
+  try {
+    batch = broadcast_shapes(o.op, a_batch, b_batch);
+  } catch (const ShapeError&) {
+    throw ShapeError(o.op, concat("the batch dims of shapes ", a.shape(), " and ", b.shape(), " cannot be broadcast (",
+                                  a_batch, " vs ", b_batch, ")"));
+  }
+  Shape result_shape = batch;
+  if (a.dim() > 1) result_shape.push_back(m);
+  if (b.dim() > 1) result_shape.push_back(n);
+
+  if (o.bias.defined() && !broadcasts_to(o.bias.shape(), result_shape))
+    throw ShapeError(o.op, concat("the tensor added to the product, of shape ", o.bias.shape(),
+                                  ", does not broadcast to the result's shape ", result_shape));
+
+  // float16/bfloat16 are computed in float32 and rounded once at the end.
+  const DataType dtype = a.dtype() == kFloat64 ? kFloat64 : kFloat32;
+  Tensor out = empty(with_matrix(batch, m, n), {.dtype = dtype, .device = a.device()});
+  double beta = 0;
+  if (o.bias.defined() && o.beta != 0) {
+    out.view(result_shape).copy_(o.bias);
+    beta = o.beta;
+  }
+  if (out.numel() > 0) {
+    const Tensor ac = am.to(dtype), bc = bm.to(dtype);
+    // b the same for every batch index and a's batch and row dims one strided dim: one GEMM.
+    const std::int64_t rows = product(batch) * m;
+    if (product(b_batch) == 1 && a_batch.size() > 0 && view_strides(ac.shape(), ac.strides(), {rows, k})) {
+      KernelTable<GemmKernel>::call(a.device(), out.view({rows, n}), ac.view({rows, k}), bc.reshape({k, n}), o.alpha,
+                                    beta);
+    } else {
+      KernelTable<GemmKernel>::call(a.device(), out, ac.expand(with_matrix(batch, m, k)),
+                                    bc.expand(with_matrix(batch, k, n)), o.alpha, beta);
+    }
+  }
+  Tensor result = out.view(result_shape);
+  return result.dtype() == a.dtype() ? result : result.to(a.dtype());
+}
+
+}  // namespace infini::kernels

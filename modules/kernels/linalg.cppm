@@ -1,0 +1,35 @@
+// Matrix products: the batched GEMM kernel signature and the raw (non-differentiable)
+// product behind infini.autograd's matmul, mm, bmm, mv, dot, outer, baddbmm and linear.
+module;
+#include <string_view>
+export module infini.kernels:linalg;
+import infini.tensor;
+
+export namespace infini {
+
+// out = alpha * a @ b + beta * out for every batch index: out (*, m, n), a (*, m, k),
+// b (*, k, n) with the same batch dims (a and b may be expanded along any dim, batch or
+// not) and one dtype, float32 or float64. out is contiguous and overlaps neither a nor b.
+// beta == 0 ignores out's old values; k == 0 leaves beta * out.
+struct GemmKernel {
+  static constexpr std::string_view name = "matmul";
+  using Fn = void (*)(const Tensor& out, const Tensor& a, const Tensor& b, double alpha, double beta);
+};
+
+namespace kernels {
+
+struct MatmulOptions {
+  Tensor bias;        // when defined: beta * bias (broadcast to the result) is added
+  double beta = 1;    // beta == 0 ignores bias, NaNs included
+  double alpha = 1;   // scales the product
+  std::string_view op = "matmul";  // the op that errors name
+};
+
+// alpha * (a @ b) + beta * bias with PyTorch's matmul rules: a 1-D a is a row (1, k) and
+// a 1-D b a column (k, 1), the dim so added is removed from the result; the dims before
+// the last two are batch dims and broadcast. Floating-point operands of one dtype (and
+// bias of it too); float16/bfloat16 are computed in float32. ShapeError names both shapes.
+Tensor matmul(const Tensor& a, const Tensor& b, const MatmulOptions& options = {});
+
+}  // namespace kernels
+}  // namespace infini
