@@ -307,6 +307,23 @@ Tensor group_norm(const Tensor& x, std::int64_t num_groups, const std::optional<
   return y;
 }
 
+Tensor embedding(const Tensor& indices, const Tensor& weight, std::optional<std::int64_t> padding_idx) {
+  if (weight.dim() != 2) throw ShapeError("embedding", concat("weight must be (V, C), got shape ", weight.shape()));
+  if (padding_idx && (*padding_idx < -weight.shape()[0] || *padding_idx >= weight.shape()[0]))
+    throw IndexError("embedding", concat("padding_idx ", *padding_idx, " is out of range for ", weight.shape()[0],
+                                         " rows"));
+  Tensor table = weight;
+  if (padding_idx && weight.requires_grad() && GradMode::is_enabled()) {
+    // The padding row is read from a detached copy, so no gradient reaches it.
+    const std::int64_t row = *padding_idx < 0 ? *padding_idx + weight.shape()[0] : *padding_idx;
+    const Tensor is_padding = eq(arange(weight.shape()[0], {.device = weight.device()}), row).unsqueeze(1);
+    table = where(is_padding, weight.detach(), weight);
+  }
+  Shape out_shape = indices.shape();
+  out_shape.push_back(weight.shape()[1]);
+  return index_select(table, 0, indices.reshape({-1})).view(out_shape);
+}
+
 Tensor dropout(const Tensor& x, double p, bool training, Generator* generator) {
   if (p < 0 || p > 1) throw Error("dropout", concat("probability must be in [0, 1], got ", p));
   if (!training || p == 0) return x;

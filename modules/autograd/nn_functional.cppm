@@ -12,7 +12,7 @@ import infini.kernels;
 
 export namespace infini {
 
-inline constexpr std::array<std::string_view, 16> kNNFunctionalOps = {
+inline constexpr std::array<std::string_view, 17> kNNFunctionalOps = {"embedding",
     "softmax", "log_softmax", "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "binary_cross_entropy",
     "binary_cross_entropy_with_logits", "layer_norm", "rms_norm", "batch_norm", "group_norm", "dropout",
     "rope", "rope_frequencies", "silu_and_mul"};
@@ -57,6 +57,10 @@ Tensor batch_norm(const Tensor& x, const std::optional<Tensor>& running_mean, co
 // x (N, C, ...), C divisible by num_groups; weight/bias (C).
 Tensor group_norm(const Tensor& x, std::int64_t num_groups, const std::optional<Tensor>& weight = {},
                   const std::optional<Tensor>& bias = {}, double eps = 1e-5);
+
+// Rows of weight (V, C) picked by int64 indices of any shape -> (..., C). The row
+// padding_idx (if given) receives no gradient.
+Tensor embedding(const Tensor& indices, const Tensor& weight, std::optional<std::int64_t> padding_idx = {});
 
 // Zeroes each element with probability p and scales the rest by 1 / (1 - p) (training only).
 Tensor dropout(const Tensor& x, double p, bool training = true, Generator* generator = nullptr);

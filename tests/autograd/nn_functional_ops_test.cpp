@@ -340,6 +340,26 @@ const bool registered = [] {
        .differentiable = false,
        .tolerance = 1e-7});
   op_registry().push_back(
+      {.name = "embedding",
+       .fn = [](const TensorList& in) {
+         const Tensor idx = from_vector<std::int64_t>({3, 0, 3, 1, 4, 0}, {2, 3});
+         return TensorList{embedding(idx, in[0])};  // padding_idx: see EmbeddingPaddingRowGetsNoGradient
+       },
+       .reference = [](const TensorList& in) {
+         const std::vector<std::int64_t> idx = {3, 0, 3, 1, 4, 0};
+         const std::vector<double> w = values(in[0]);
+         const std::int64_t c = in[0].shape()[1];
+         std::vector<double> out;
+         for (std::int64_t i : idx)
+           for (std::int64_t k = 0; k < c; ++k) out.push_back(w[i * c + k]);
+         return TensorList{make({2, 3, c}, out)};
+       },
+       .samples = [] {
+         return std::vector<OpSample>{{"(5,3)", {leaf({5, 3}, -2, 2, 32)}},
+                                      {"transposed weight", {leaf({3, 5}, -2, 2, 33)},
+                                       [](const TensorList& l) { return TensorList{l[0].t()}; }}};
+       }});
+  op_registry().push_back(
       {.name = "silu_and_mul",
        .fn = [](const TensorList& in) { return TensorList{silu_and_mul(in[0], in[1])}; },
        .reference = [](const TensorList& in) {
@@ -379,6 +399,15 @@ TEST(NNFunctional, BatchNormUpdatesRunningStatistics) {
     EXPECT_NEAR(values(rm)[c], 0.1 * m, 1e-12);
     EXPECT_NEAR(values(rv)[c], 0.9 + 0.1 * q, 1e-12);
   }
+}
+
+TEST(NNFunctional, EmbeddingPaddingRowGetsNoGradient) {
+  Tensor w = sample({4, 2}, -1, 1, 50).requires_grad_();
+  sum(embedding(from_vector<std::int64_t>({2, 2, 1, 3}), w, 2)).backward();
+  EXPECT_EQ(values(w.grad()), (std::vector<double>{0, 0, 1, 1, 0, 0, 1, 1}));
+  EXPECT_THROW(embedding(from_vector<std::int64_t>({4}), w), IndexError);
+  EXPECT_THROW(embedding(from_vector<std::int64_t>({0}), w, 7), IndexError);
+  EXPECT_THROW(embedding(from_vector<std::int64_t>({0}), zeros({3})), ShapeError);
 }
 
 TEST(NNFunctional, DropoutStatistics) {
