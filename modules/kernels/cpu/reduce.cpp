@@ -369,7 +369,8 @@ void run(const Fold& fold, const T* x, const Split& s, Store&& store) {
   auto size = [&](std::int64_t b) { return std::min(block, width - b % blocks_per_row * block); };
   // The partials of block b's outputs over chunk c.
   auto compute = [&](std::int64_t b, std::int64_t c, std::array<Acc, kOutputBlock>& acc) {
-    const T* base = x + offset_of(first(b), s.outer_shape, s.outer_in_strides);
+    // An empty reduction reads nothing (and x may be null): no offset arithmetic then.
+    const T* base = s.inner_numel == 0 ? x : x + offset_of(first(b), s.outer_shape, s.outer_in_strides);
     const std::int64_t begin = c * kChunk, end = std::min(s.inner_numel, begin + kChunk);
     if constexpr (kBlocks) {
       if (columns) return fold.chunk_block(base, s, begin, end, size(b), acc.data());
