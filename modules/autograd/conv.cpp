@@ -1,5 +1,5 @@
 // conv1d, conv2d and conv_transpose2d as compositions of differentiable ops (see conv.cppm),
-// and the window helpers the pooling ops share.
+// and the spatial:: helpers the family shares (batching, checks, unfold / fold).
 module;
 #include <algorithm>
 #include <cstddef>
@@ -15,21 +15,21 @@ namespace spatial {
 
 Tensor upcast(const Tensor& x) { return x.dtype() == kFloat16 || x.dtype() == kBFloat16 ? x.to(kFloat32) : x; }
 Tensor downcast(const Tensor& y, DataType dtype) { return y.dtype() == dtype ? y : y.to(dtype); }
-Tensor unaliased(const Tensor& x) { return kernels::may_have_internal_overlap(x) ? x.contiguous() : x; }
 
-Tensor windows(const Tensor& x, const std::vector<std::int64_t>& kernel, const std::vector<std::int64_t>& stride,
-               const std::vector<std::int64_t>& dilation, const std::vector<std::int64_t>& out) {
-  Shape shape{x.size(0), x.size(1)};
-  Strides strides{x.stride(0), x.stride(1)};
-  for (std::size_t d = 0; d < kernel.size(); ++d) {  // k_d: dilation_d apart
-    shape.push_back(kernel[d]);
-    strides.push_back(x.stride(2 + static_cast<std::int64_t>(d)) * dilation[d]);
-  }
-  for (std::size_t d = 0; d < kernel.size(); ++d) {  // o_d: stride_d apart
-    shape.push_back(out[d]);
-    strides.push_back(x.stride(2 + static_cast<std::int64_t>(d)) * stride[d]);
-  }
-  return x.as_strided(shape, strides);
+Tensor unfold(const Tensor& x, const WindowGeometry& g, const Shape& shape) {
+  Tensor columns = kernels::im2col(x, g).view(shape);
+  record("unfold", {x}, {columns}, {}, [g, in_shape = x.shape()](const TensorList& grad, const TensorList&) {
+    return TensorList{grad[0].defined() ? fold(grad[0], g, in_shape) : Tensor()};
+  });
+  return columns;
+}
+
+Tensor fold(const Tensor& columns, const WindowGeometry& g, const Shape& in_shape) {
+  Tensor x = kernels::col2im(columns, g, in_shape[0], in_shape[1], Shape(in_shape.begin() + 2, in_shape.end()));
+  record("fold", {columns}, {x}, {}, [g, shape = columns.shape()](const TensorList& grad, const TensorList&) {
+    return TensorList{grad[0].defined() ? unfold(grad[0], g, shape) : Tensor()};
+  });
+  return x;
 }
 
 Tensor batched(std::string_view op, const Tensor& x, std::size_t dims, bool& unbatched) {
@@ -59,19 +59,6 @@ using Ints = std::vector<std::int64_t>;
 
 std::int64_t product(const Ints& v) { return std::accumulate(v.begin(), v.end(), std::int64_t{1}, std::multiplies<>()); }
 
-// x (N, C, *spatial) with left[d] zeros before and right[d] after spatial dim d (negative
-// sizes crop); x itself when all are 0.
-Tensor padded(const Tensor& x, const Ints& left, const Ints& right) {
-  Ints pads;  // pad()'s order: last dim first
-  bool any = false;
-  for (std::size_t d = left.size(); d-- > 0;) {
-    pads.push_back(left[d]);
-    pads.push_back(right[d]);
-    any = any || left[d] != 0 || right[d] != 0;
-  }
-  return any ? pad(x, pads) : x;
-}
-
 void check_operands(std::string_view op, const Tensor& x, const Tensor& weight, const Tensor& bias,
                     std::size_t dims) {
   if (!is_floating_point(x.dtype()))
@@ -96,12 +83,13 @@ void check_bias(std::string_view op, const Tensor& bias, std::int64_t channels) 
     throw ShapeError(op, concat("expected a bias of shape [", channels, "] (one per output channel), got ", bias.shape()));
 }
 
-// y (N, C_out, *out) = conv of xb (N, C_in, *in), batched, with weight (C_out, C_in / groups,
-// *kernel): windows of the padded input, copied into columns (N, g, C_in / g * K, L), times
-// the weight as (g, C_out / g, C_in / g * K). Operands of one dtype (float32 or float64,
-// already checked by check_operands); the geometry is checked here, errors name op.
+// y (N, C_out, *out) = conv of xb (N, C_in, *in), batched, zero-padded by before[d] and
+// after[d] along spatial dim d, with weight (C_out, C_in / groups, *kernel): the windows as
+// columns (N, g, C_in / g * K, L) times the weight as (g, C_out / g, C_in / g * K).
+// Operands of one dtype (float32 or float64, checked by check_operands); the geometry is
+// checked here, errors name op.
 Tensor convolve(std::string_view op, const Tensor& xb, const Tensor& weight, const Tensor& bias, const Ints& stride,
-                const Ints& padding, const Ints& dilation, std::int64_t groups) {
+                const Ints& before, const Ints& after, const Ints& dilation, std::int64_t groups) {
   const std::size_t dims = stride.size();
   const std::int64_t n = xb.size(0), c_in = xb.size(1), c_out = weight.size(0);
   if (groups < 1) throw ShapeError(op, concat("groups must be positive, got ", groups));
@@ -114,28 +102,26 @@ Tensor convolve(std::string_view op, const Tensor& xb, const Tensor& weight, con
                                 " with ", c_in));
   check_bias(op, bias, c_out);
   spatial::check_at_least(op, "stride", stride, 1);
-  spatial::check_at_least(op, "padding", padding, 0);
+  spatial::check_at_least(op, "padding", before, 0);
   spatial::check_at_least(op, "dilation", dilation, 1);
-  Ints kernel, out;
+  WindowGeometry g{.kernel = {}, .stride = stride, .padding = before, .dilation = dilation, .out = {}};
   for (std::size_t d = 0; d < dims; ++d) {
     const std::int64_t k = weight.size(2 + static_cast<std::int64_t>(d));
-    const std::int64_t padded = xb.size(2 + static_cast<std::int64_t>(d)) + 2 * padding[d];
+    const std::int64_t padded = xb.size(2 + static_cast<std::int64_t>(d)) + before[d] + after[d];
     const std::int64_t span = dilation[d] * (k - 1) + 1;
     if (padded < span)
-      throw ShapeError(op, concat("the padded input of shape ", xb.shape(), " (padding ", padding,
+      throw ShapeError(op, concat("the padded input of shape ", xb.shape(), " (padding ", before,
                                   ") is smaller than the kernel of weight ", weight.shape(), " (dilation ", dilation,
                                   ") along spatial dim ", d, ": ", padded, " < ", span));
-    kernel.push_back(k);
-    out.push_back((padded - span) / stride[d] + 1);
+    g.kernel.push_back(k);
+    g.out.push_back((padded - span) / stride[d] + 1);
   }
-  const Tensor x = padded(xb, padding, padding);
-  const Tensor win = spatial::windows(spatial::unaliased(x), kernel, stride, dilation, out);  // (N, C, *K, *out)
-  const std::int64_t per_group = c_in / groups * product(kernel), length = product(out);
-  const Tensor columns = win.reshape({n, groups, per_group, length});                        // copies
+  const std::int64_t per_group = c_in / groups * product(g.kernel), length = product(g.out);
+  const Tensor columns = spatial::unfold(xb, g, {n, groups, per_group, length});
   const Tensor w = weight.reshape({groups, c_out / groups, per_group});
   Shape y_shape{n, c_out};
-  y_shape.insert(y_shape.end(), out.begin(), out.end());
-  Tensor y = matmul(w, columns).reshape(y_shape);  // (N, g, C_out / g, L) -> (N, C_out, *out)
+  y_shape.insert(y_shape.end(), g.out.begin(), g.out.end());
+  Tensor y = matmul(w, columns).view(y_shape);  // (N, g, C_out / g, L) -> (N, C_out, *out)
   if (bias.defined()) {
     Shape channel(dims + 1, 1);  // (C_out, 1, ...)
     channel[0] = c_out;
@@ -151,7 +137,7 @@ Tensor convolution(std::string_view op, const Tensor& x, const Tensor& weight, c
   bool unbatched = false;
   const Tensor xb = spatial::batched(op, x, dims, unbatched);
   const Tensor y = convolve(op, spatial::upcast(xb), spatial::upcast(weight),
-                            bias.defined() ? spatial::upcast(bias) : bias, stride, padding, dilation, groups);
+                            bias.defined() ? spatial::upcast(bias) : bias, stride, padding, padding, dilation, groups);
   return spatial::downcast(unbatched ? y.squeeze(0) : y, x.dtype());
 }
 
@@ -180,10 +166,10 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Expandi
   return convolution("conv2d", x, weight, bias, stride.value_or(1), padding.value_or(0), dilation.value_or(1), groups);
 }
 
-// A stride-1 conv2d of the spread, padded input with the flipped kernel whose in/out
-// channels are swapped within each group: weight (C_in, C_out / g, kH, kW) ->
-// (C_out, C_in / g, kH, kW). Padding dilation (k - 1) - padding on both sides (negative
-// crops) plus output_padding after.
+// A stride-1 conv2d of the spread input, zero-padded by dilation (k - 1) - padding before
+// and that plus output_padding after (negative padding crops), with the flipped kernel
+// whose in/out channels are swapped within each group: weight (C_in, C_out / g, kH, kW) ->
+// (C_out, C_in / g, kH, kW).
 Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const Tensor& bias, ExpandingArray<2> stride_arg,
                         ExpandingArray<2> padding_arg, ExpandingArray<2> output_padding_arg, std::int64_t groups,
                         ExpandingArray<2> dilation_arg) {
@@ -206,9 +192,11 @@ Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const Tensor& bia
     throw ShapeError(op, concat("groups=", groups, " must divide the ", c_in, " input channels"));
   const std::int64_t c_out = weight.size(1) * groups;
   check_bias(op, bias, c_out);
-  Ints left, right;
+  Tensor spread_x = spatial::upcast(xb);
+  Ints before, after;
   for (std::size_t d = 0; d < 2; ++d) {
-    const std::int64_t k = weight.size(2 + static_cast<std::int64_t>(d)), in = xb.size(2 + static_cast<std::int64_t>(d));
+    const auto dim = 2 + static_cast<std::int64_t>(d);
+    const std::int64_t k = weight.size(dim), in = xb.size(dim);
     if (output_padding[d] >= std::max(stride[d], dilation[d]))
       throw ShapeError(op, concat("output_padding ", output_padding, " must be smaller than stride ", stride,
                                   " or dilation ", dilation, " along spatial dim ", d));
@@ -216,18 +204,25 @@ Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const Tensor& bia
     if (size < 1)
       throw ShapeError(op, concat("input of shape ", xb.shape(), " with weight ", weight.shape(), ", stride ", stride,
                                   ", padding ", padding, " gives an output size of ", size, " along spatial dim ", d));
-    left.push_back(dilation[d] * (k - 1) - padding[d]);
-    right.push_back(left.back() + output_padding[d]);
+    spread_x = spread(spread_x, dim, stride[d]);
+    // In the padded dim [0, total) the spread input lies at [pad_before, pad_before + length);
+    // the part of it inside is kept (a view), the rest of the dim is zero padding.
+    const std::int64_t pad_before = dilation[d] * (k - 1) - padding[d], pad_after = pad_before + output_padding[d];
+    const std::int64_t length = spread_x.size(dim), total = length + pad_before + pad_after;
+    const std::int64_t first = std::clamp<std::int64_t>(pad_before, 0, total);
+    const std::int64_t last = std::clamp<std::int64_t>(pad_before + length, first, total);
+    spread_x = spread_x.narrow(dim, std::min(first - pad_before, length), last - first);
+    before.push_back(first);
+    after.push_back(total - last);
   }
-  const Tensor spread_x = spread(spread(spatial::upcast(xb), 2, stride[0]), 3, stride[1]);
   const Shape& ws = weight.shape();
   const Tensor w = flip(spatial::upcast(weight)
                             .reshape({groups, c_in / groups, ws[1], ws[2], ws[3]})
                             .transpose(1, 2)
                             .reshape({c_out, c_in / groups, ws[2], ws[3]}),
                         {2, 3});
-  const Tensor y = convolve(op, padded(spread_x, left, right), w, bias.defined() ? spatial::upcast(bias) : bias,
-                            {1, 1}, {0, 0}, dilation, groups);
+  const Tensor y = convolve(op, spread_x, w, bias.defined() ? spatial::upcast(bias) : bias, {1, 1}, before, after,
+                            dilation, groups);
   return spatial::downcast(unbatched ? y.squeeze(0) : y, x.dtype());
 }
 

@@ -1,16 +1,18 @@
 // Differentiable convolution, pooling and resampling (torch.nn.functional semantics and
 // argument order). Inputs are batched (N, C, *spatial) or unbatched (C, *spatial); every
 // non-batch dim must be non-empty, the batch may be. All ops are compositions of
-// differentiable ops (pad, as_strided windows, matmul, reductions, index_select), so their
-// derivatives of every order follow from those.
+// differentiable ops (unfold/fold below, matmul, reductions, gather, index_select), so
+// their derivatives of every order follow from those.
 //
-//   conv1d / conv2d      windows of the zero-padded input (one as_strided view, its
-//                        backward sums overlapping windows) copied into (N, g, C/g*K, L)
-//                        columns, times the (g, O/g, C/g*K) weight, plus bias.
+//   conv1d / conv2d      the windows of the zero-padded input as columns (N, g, C/g*K, L)
+//                        (unfold: im2col, whose backward is col2im and vice versa), times
+//                        the (g, O/g, C/g*K) weight, plus bias.
 //   conv_transpose2d     zeros inserted between input pixels (stride), padded by
 //                        dilation*(k-1) - padding (+ output_padding), convolved with the
 //                        flipped, in/out-transposed weight.
-//   max / avg pooling    windows of the padded input reduced over the window dims.
+//   avg pooling          unfolded windows summed over the window dims, divided.
+//   max pooling          each window's argmax (a raw kernel), then a gather of the input:
+//                        the gradient goes to the argmax.
 //   adaptive_avg_pool2d  A_h @ x @ A_w^T with averaging matrices, like bilinear interpolate;
 //   interpolate nearest  index_select of the source rows and columns.
 //
@@ -132,15 +134,13 @@ namespace infini::spatial {
 Tensor upcast(const Tensor& x);
 Tensor downcast(const Tensor& y, DataType dtype);
 
-// x, or a contiguous copy when two of its indices share memory (an expanded tensor): the
-// as_strided views below address memory through x's strides.
-Tensor unaliased(const Tensor& x);
-
-// The spatial dims (the last `dims`) of x (N, C, *spatial) viewed as windows: element
-// (n, c, k_1..k_D, o_1..o_D) is x[n, c, o_d stride_d + k_d dilation_d ...]. x must not be
-// aliased (see unaliased) and must hold every window.
-Tensor windows(const Tensor& x, const std::vector<std::int64_t>& kernel, const std::vector<std::int64_t>& stride,
-               const std::vector<std::int64_t>& dilation, const std::vector<std::int64_t>& out);
+// columns (N, C, *kernel, *out) of x (N, C, *in) at every window position (zeros in the
+// padding; see kernels::im2col), viewed as `shape` (of as many elements). Differentiable:
+// its backward is fold (col2im), whose backward is unfold, so derivatives of every order
+// follow.
+Tensor unfold(const Tensor& x, const WindowGeometry& g, const Shape& shape);
+// The adjoint of unfold: columns summed back into an input of in_shape (N, C, *in).
+Tensor fold(const Tensor& columns, const WindowGeometry& g, const Shape& in_shape);
 
 // x as batched (N, C, *spatial) with `dims` spatial dims: unbatched (C, *spatial) gets a
 // batch of 1 (reported by `unbatched`). ShapeError for other ranks or an empty non-batch dim.

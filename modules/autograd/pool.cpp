@@ -1,10 +1,9 @@
-// Max and average pooling: windows of the padded input (spatial::windows, an as_strided
-// view whose backward sums overlapping windows) reduced over the window dims.
+// Max pooling (a gather of each window's argmax) and average pooling (unfolded windows
+// summed and divided by PyTorch's divisor).
 module;
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <limits>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -15,24 +14,17 @@ namespace {
 
 using Ints = std::vector<std::int64_t>;
 
-// Where the windows of a pooling op lie along each spatial dim.
-struct PoolGeometry {
-  Ints kernel, stride, padding, dilation;
-  Ints out;    // output size
-  Ints right;  // padding after the input: `padding`, or more where ceil_mode's last window needs it
-};
-
 std::int64_t floor_div(std::int64_t a, std::int64_t b) { return a / b - (a % b != 0 && (a < 0) != (b < 0)); }
 
 // PyTorch's pooling_output_shape per spatial dim of xb (N, C, *spatial), after checking the
-// arguments (unset stride: kernel).
-PoolGeometry pool_geometry(std::string_view op, const Tensor& xb, const Ints& kernel, const Ints& stride,
-                           const Ints& padding, const Ints& dilation, bool ceil_mode) {
+// arguments. Every window must hold an element of the input.
+WindowGeometry pool_geometry(std::string_view op, const Tensor& xb, const Ints& kernel, const Ints& stride,
+                             const Ints& padding, const Ints& dilation, bool ceil_mode) {
   spatial::check_at_least(op, "kernel_size", kernel, 1);
   spatial::check_at_least(op, "stride", stride, 1);
   spatial::check_at_least(op, "padding", padding, 0);
   spatial::check_at_least(op, "dilation", dilation, 1);
-  PoolGeometry g{kernel, stride, padding, dilation, {}, {}};
+  WindowGeometry g{.kernel = kernel, .stride = stride, .padding = padding, .dilation = dilation, .out = {}};
   for (std::size_t d = 0; d < kernel.size(); ++d) {
     if (padding[d] > kernel[d] / 2)
       throw ShapeError(op, concat("padding ", padding, " must be at most half of kernel_size ", kernel));
@@ -43,60 +35,34 @@ PoolGeometry pool_geometry(std::string_view op, const Tensor& xb, const Ints& ke
       throw ShapeError(op, concat("input of shape ", xb.shape(), " is too small for kernel_size ", kernel,
                                   " (dilation ", dilation, ", padding ", padding, "): output size ", out,
                                   " along spatial dim ", d));
+    for (std::int64_t o = 0; o < out; ++o) {
+      bool hits = false;  // a tap of window o inside the input
+      for (std::int64_t k = 0; k < kernel[d] && !hits; ++k) {
+        const std::int64_t i = o * stride[d] - padding[d] + k * dilation[d];
+        hits = i >= 0 && i < in;
+      }
+      if (!hits)
+        throw ShapeError(op, concat("window ", o, " along spatial dim ", d, " of input of shape ", xb.shape(),
+                                    " lies entirely in the padding (kernel_size ", kernel, ", dilation ", dilation,
+                                    ", padding ", padding, ")"));
+    }
     g.out.push_back(out);
-    g.right.push_back(std::max(padding[d], (out - 1) * stride[d] + span - in - padding[d]));
   }
   return g;
 }
 
-// xb padded with `value` as the geometry says (xb itself when nothing is added), unaliased.
-Tensor padded(const Tensor& xb, const PoolGeometry& g, const Scalar& value) {
-  std::vector<std::int64_t> pads;  // pad()'s order: last dim first
-  bool any = false;
-  for (std::size_t d = g.padding.size(); d-- > 0;) {
-    pads.push_back(g.padding[d]);
-    pads.push_back(g.right[d]);
-    any = any || g.padding[d] != 0 || g.right[d] != 0;
-  }
-  return any ? pad(xb, pads, PadMode::Constant, value) : spatial::unaliased(xb);
-}
-
 Tensor restore_batch(const Tensor& y, bool unbatched) { return unbatched ? y.squeeze(0) : y; }
 
+// The input element of each window's argmax: a gather of x's (H W) planes, whose gradient
+// goes to that element only.
 MaxPoolResult max_pool(std::string_view op, const Tensor& x, const Ints& kernel, const Ints& stride,
                        const Ints& padding, const Ints& dilation, bool ceil_mode) {
   if (x.dtype() == kBool) throw DTypeError(op, "expected a numeric input, got bool");
   bool unbatched = false;
   const Tensor xb = spatial::batched(op, x, 2, unbatched);
-  const PoolGeometry g = pool_geometry(op, xb, kernel, stride, padding, dilation, ceil_mode);
-  const std::int64_t n = xb.size(0), c = xb.size(1), oh = g.out[0], ow = g.out[1], kw = kernel[1];
-  const std::int64_t window = kernel[0] * kw;
-  // -inf becomes the lowest value of an integer dtype.
-  const Tensor win = spatial::windows(padded(xb, g, -std::numeric_limits<double>::infinity()), kernel, stride,
-                                      dilation, g.out)
-                         .reshape({n, c, window, oh, ow});
-  Tensor position;  // (N, C, 1, oH, oW): the first maximal element of each window inside the input (row-major)
-  {
-    NoGradGuard no_grad;
-    // Padding may equal the maximum (an integer input holding the dtype's lowest value, or
-    // -inf), so the elements inside the input are marked and only those can win.
-    const Tensor plane = ones({1, 1, xb.size(2), xb.size(3)}, {.dtype = kBool, .device = x.device()});
-    const Tensor inside = spatial::windows(padded(plane, g, false), kernel, stride, dilation, g.out)
-                              .reshape({1, 1, window, oh, ow});
-    const Tensor is_max = logical_or(eq(win, amax(win, {2}, true)), isnan(win));
-    position = argmax(logical_and(is_max, inside).to(kUInt8), 2, true);
-  }
-  const Tensor values = gather(win, 2, position).squeeze(2);  // the gradient goes to `position` only
-  Tensor indices;
-  {
-    // ih * W + iw with ih = oh stride_h - padding_h + (position / kW) dilation_h, iw likewise.
-    NoGradGuard no_grad;
-    const Tensor at = position.squeeze(2);
-    const Tensor kh_at = floor_divide(at, kw), kw_at = sub(at, mul(kh_at, kw));
-    const Tensor row = sub(mul(arange(oh, {.device = x.device()}), stride[0]), padding[0]).view({oh, 1});
-    const Tensor col = sub(mul(arange(ow, {.device = x.device()}), stride[1]), padding[1]);
-    indices = add(mul(add(row, mul(kh_at, dilation[0])), xb.size(3)), add(col, mul(kw_at, dilation[1])));
-  }
+  const WindowGeometry g = pool_geometry(op, xb, kernel, stride, padding, dilation, ceil_mode);
+  const Tensor indices = kernels::max_pool_indices(xb, g);  // (N, C, oH, oW): ih * W + iw
+  const Tensor values = gather(xb.flatten(2), 2, indices.flatten(2)).view(indices.shape());
   return {restore_batch(values, unbatched), restore_batch(indices, unbatched)};
 }
 
@@ -120,11 +86,14 @@ Tensor avg_pool(std::string_view op, const Tensor& x, const Ints& kernel, const 
   if (divisor_override && *divisor_override == 0) throw ShapeError(op, "divisor_override must be non-zero");
   bool unbatched = false;
   const Tensor xb = spatial::batched(op, x, dims, unbatched);
-  const PoolGeometry g = pool_geometry(op, xb, kernel, stride, padding, Ints(dims, 1), ceil_mode);
-  const Tensor win = spatial::windows(padded(spatial::upcast(xb), g, 0), kernel, stride, g.dilation, g.out);
+  const WindowGeometry g = pool_geometry(op, xb, kernel, stride, padding, Ints(dims, 1), ceil_mode);
+  Shape columns_shape{xb.size(0), xb.size(1)};  // (N, C, *kernel, *out)
+  columns_shape.insert(columns_shape.end(), kernel.begin(), kernel.end());
+  columns_shape.insert(columns_shape.end(), g.out.begin(), g.out.end());
+  const Tensor columns = spatial::unfold(spatial::upcast(xb), g, columns_shape);
   Ints window_dims;
   for (std::size_t d = 0; d < dims; ++d) window_dims.push_back(2 + static_cast<std::int64_t>(d));
-  const Tensor total = sum(win, window_dims);  // (N, C, *out)
+  const Tensor total = sum(columns, window_dims);  // (N, C, *out)
   // The divisor of output (o_1, ..., o_D): the product of its per-dim window sizes, or the override.
   std::vector<double> divisor{1.0};
   for (std::size_t d = 0; d < dims; ++d) {

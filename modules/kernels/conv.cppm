@@ -32,7 +32,8 @@ struct Col2imKernel {
   using Fn = void (*)(const Tensor& x, const Tensor& columns, const WindowGeometry& g);
 };
 // indices (N, C, *out), int64, contiguous: the row-major position in x's (*in) plane of
-// the first maximum (or first NaN) among each window's elements inside x (contiguous).
+// the first maximum (or first NaN) among each window's elements inside x (contiguous);
+// -1 for a window without one.
 struct MaxPoolIndicesKernel {
   static constexpr std::string_view name = "max_pool_indices";
   using Fn = void (*)(const Tensor& indices, const Tensor& x, const WindowGeometry& g);

@@ -19,7 +19,7 @@ struct GemmKernel {
 namespace kernels {
 
 struct MatmulOptions {
-  Tensor bias;        // when defined: beta * bias (broadcast to the result) is added
+  Tensor bias = {};   // when defined: beta * bias (broadcast to the result) is added
   double beta = 1;    // beta == 0 ignores bias, NaNs included
   double alpha = 1;   // scales the product
   std::string_view op = "matmul";  // the op that errors name

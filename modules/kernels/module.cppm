@@ -9,4 +9,5 @@ export import :reduce_ops;
 export import :attention;
 export import :index;
 export import :linalg;
+export import :conv;
 import :elementwise_math;  // internal to the CPU kernels

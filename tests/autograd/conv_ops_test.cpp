@@ -250,6 +250,12 @@ const bool registered = [] {
         {"kernel 2", {leaf({1, 1, 3, 3}, 123), leaf({1, 1, 2, 2}, 124), leaf({1}, 125)}},
     };
   });
+  add_conv_transpose2d({.stride = {5, 1}, .padding = {2, 0}, .output_padding = {4, 0}}, [] {
+    return std::vector<OpSample>{
+        {"padding crops the whole input: bias only", {leaf({1, 1, 1, 3}, 131), leaf({1, 2, 1, 1}, 132), leaf({2}, 133)}},
+        {"padding crops part of the input", {leaf({1, 1, 2, 3}, 134), leaf({1, 2, 1, 1}, 135)}},
+    };
+  });
   return true;
 }();
 

@@ -110,6 +110,8 @@ TEST(Engine, CreateGraphGivesSecondDerivatives) {
   EXPECT_TRUE(z.grad().requires_grad());
   const TensorList third = autograd::grad({sum(z.grad())}, {z});
   EXPECT_EQ(vals(third[0]), (std::vector<double>{18}));
+  // A grad() with history refers back to its own leaf (as in PyTorch): break the cycle.
+  z.set_grad(Tensor());
 }
 
 TEST(Engine, NoGradAndInferenceModes) {

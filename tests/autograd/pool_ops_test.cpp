@@ -462,6 +462,8 @@ TEST(Pool, ShapeErrors) {
   expect_error<ShapeError>([&] { max_pool2d(zeros({5, 5}), 2); }, "max_pool2d", {"[5, 5]"});
   expect_error<ShapeError>([&] { max_pool2d_with_indices(zeros({1, 0, 4, 4}), 2); }, "max_pool2d_with_indices",
                            {"[1, 0, 4, 4]"});
+  expect_error<ShapeError>([&] { max_pool2d(zeros({1, 1, 2, 2}), 2, 1, 1, 3); }, "max_pool2d",
+                           {"entirely in the padding", "[1, 1, 2, 2]"});
   expect_error<ShapeError>([&] { avg_pool2d(x, 2, 2, 2); }, "avg_pool2d", {"padding", "[2, 2]"});
   expect_error<ShapeError>([&] { avg_pool2d(zeros({1, 2, 3, 5, 5}), 2); }, "avg_pool2d", {"[1, 2, 3, 5, 5]"});
   expect_error<ShapeError>([&] { avg_pool3d(zeros({2, 5, 5}), 2); }, "avg_pool3d", {"[2, 5, 5]"});
@@ -541,6 +543,15 @@ TEST(Pool, NearestInterpolationOfIntegers) {
   const Tensor y = interpolate(x, {.scale_factor = {2}});
   EXPECT_EQ(y.dtype(), kInt64);
   EXPECT_EQ(values(y), values(nearest_loops(x.to(kFloat64), {.scale_factor = {2}})));
+}
+
+TEST(Pool, MaxPoolPropagatesNaN) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const Tensor x = make({1, 1, 2, 4}, {1, nan, 5, 2, 3, 4, 0, nan});
+  auto [values, indices] = max_pool2d_with_indices(x, 2);
+  const std::vector<double> v = test::values(values);
+  EXPECT_TRUE(std::isnan(v[0]) && std::isnan(v[1]));
+  EXPECT_EQ(test::values(indices), (std::vector<double>{1, 7}));
 }
 
 TEST(Pool, MaxPoolGradientGoesToTheFirstMaximum) {

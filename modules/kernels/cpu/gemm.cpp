@@ -65,6 +65,12 @@ void gemm_typed(const Tensor& out, Tensor a, Tensor b, double alpha, double beta
   const std::int64_t nd = out.dim();
   const std::int64_t m = out.shape()[nd - 2], n = out.shape()[nd - 1], k = a.shape()[nd - 1];
   if (out.numel() == 0) return;
+  T* pc = static_cast<T*>(out.data_ptr());
+  if (k == 0) {  // empty sums, a and b hold nothing: out = beta * out, all batch indices at once
+    const cpu::MatrixArg<T> none{nullptr, 1, false};
+    cpu::gemm(out.numel() / n, n, 0, static_cast<T>(alpha), none, none, static_cast<T>(beta), pc, n, false);
+    return;
+  }
   cpu::MatrixArg<T> ma{}, mb{};
   if (!matrix_layout(a, ma)) {
     a = a.contiguous();
@@ -76,7 +82,6 @@ void gemm_typed(const Tensor& out, Tensor a, Tensor b, double alpha, double beta
   }
   const T* pa = static_cast<const T*>(a.data_ptr());
   const T* pb = static_cast<const T*>(b.data_ptr());
-  T* pc = static_cast<T*>(out.data_ptr());
   const auto offsets = batch_offsets(out, a, b);
   const auto count = static_cast<std::int64_t>(offsets.size());
   auto product = [&](std::int64_t i, bool parallel) {
@@ -89,7 +94,7 @@ void gemm_typed(const Tensor& out, Tensor a, Tensor b, double alpha, double beta
   if (count == 1 || m * n * k > kSmallGemm) {
     for (std::int64_t i = 0; i < count && ok; ++i) ok = product(i, true);
   } else {
-#pragma omp parallel for schedule(static) if (count * m * n * std::max<std::int64_t>(k, 1) >= kBatchParallelWork)
+#pragma omp parallel for schedule(static) if (count * m * n * k >= kBatchParallelWork)
     for (std::int64_t i = 0; i < count; ++i)
       if (!product(i, false)) ok = false;
   }

@@ -79,22 +79,25 @@ bool gemm_impl(std::int64_t m, std::int64_t n, std::int64_t k, T alpha, const Ma
   const bool by_cols = n >= m;
   const std::int64_t extent = by_cols ? n : m, grain = by_cols ? 16 : 8;
   threads = static_cast<int>(std::clamp<std::int64_t>(extent / grain, 1, std::max(threads, 1)));
-  std::atomic<bool> ok{true};
-#pragma omp parallel num_threads(threads) if (threads > 1)
-  {
-    const std::int64_t parts = omp_get_num_threads(), t = omp_get_thread_num();
+  // Block `part` of `parts`; false when Eigen could not allocate.
+  auto run = [&](std::int64_t part, std::int64_t parts) noexcept {
     const std::int64_t step = (extent / grain + parts - 1) / parts * grain;
-    const std::int64_t begin = std::min(extent, t * step);
-    const std::int64_t end = t == parts - 1 ? extent : std::min(extent, begin + step);
+    const std::int64_t begin = std::min(extent, part * step);
+    const std::int64_t end = part == parts - 1 ? extent : std::min(extent, begin + step);
     try {
       if (begin < end) {
         if (by_cols) block<T>(0, m, begin, end - begin, m, n, k, alpha, a, b, beta, c, ldc);
         else block<T>(begin, end - begin, 0, n, m, n, k, alpha, a, b, beta, c, ldc);
       }
     } catch (const std::bad_alloc&) {
-      ok = false;
+      return false;
     }
-  }
+    return true;
+  };
+  if (threads == 1) return run(0, 1);
+  std::atomic<bool> ok{true};
+#pragma omp parallel num_threads(threads)
+  if (!run(omp_get_thread_num(), omp_get_num_threads())) ok = false;
   return ok;
 }
 
