@@ -10,6 +10,8 @@
 //   - gradgradcheck (when gradgrad).
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <functional>
 #include <string>
 #include <vector>
@@ -47,5 +49,17 @@ Tensor sample(const Shape& shape, double lo = -2, double hi = 2, std::uint64_t s
 
 // The values of t as float64, row-major.
 std::vector<double> values(const Tensor& t);
+
+// Expects call() to throw an infini::Error from `op` whose message contains `part`.
+template <class Call>
+void expect_error(Call&& call, const std::string& op, const std::string& part) {
+  try {
+    call();
+    ADD_FAILURE() << "expected an error from " << op;
+  } catch (const Error& e) {
+    EXPECT_EQ(e.op(), op);
+    EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+  }
+}
 
 }  // namespace infini::test
