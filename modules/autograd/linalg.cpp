@@ -16,11 +16,6 @@ Shape column_shape(const Shape& b) { return b.size() == 1 ? Shape{b[0], 1} : b; 
 
 Tensor scaled(const Tensor& t, double s) { return s == 1 ? t : mul(t, s); }
 
-// t, or a copy of it when some of its elements share memory (an expanded tensor). The
-// backward of a view scatters into a buffer laid out like the view's base, which adds up
-// the elements such a base shares, so this file views only tensors without overlap.
-Tensor unaliased(const Tensor& t) { return kernels::may_have_internal_overlap(t) ? t.contiguous() : t; }
-
 std::int64_t rows_of(const Shape& shape) {  // the product of all dims but the last
   std::int64_t rows = 1;
   for (std::size_t d = 0; d + 1 < shape.size(); ++d) rows *= shape[d];
@@ -49,15 +44,15 @@ Tensor product(const Tensor& a, const Tensor& b, const kernels::MatmulOptions& o
                                                                              const TensorList& s) {
            TensorList grads(count);
            if (!g[0].defined()) return grads;
-           Tensor gl = unaliased(g[0]);  // batch + (m, n)
+           Tensor gl = g[0];  // batch + (m, n)
            if (ib.shape.size() == 1) gl = gl.unsqueeze(-1);
            if (ia.shape.size() == 1) gl = gl.unsqueeze(-2);
            if (ia.requires_grad) {
-             const Tensor da = matmul(gl, as_column(unaliased(s[1])).transpose(-1, -2));  // batch + (m, k)
+             const Tensor da = matmul(gl, as_column(s[1]).transpose(-1, -2));  // batch + (m, k)
              grads[0] = scaled(sum_to(da, row_shape(ia.shape)), alpha).reshape(ia.shape);
            }
            if (ib.requires_grad) {
-             const Tensor al = as_row(unaliased(s[0]));
+             const Tensor al = as_row(s[0]);
              const Shape bl = column_shape(ib.shape);
              Tensor db;
              if (bl.size() == 2 && al.dim() > 2) {
@@ -111,7 +106,7 @@ Tensor dot(const Tensor& a, const Tensor& b) {
 
 Tensor outer(const Tensor& a, const Tensor& b) {
   expect_dims("outer", a, 1, b, 1);
-  return product(unaliased(a).unsqueeze(1), unaliased(b).unsqueeze(0), {.op = "outer"});
+  return product(a.unsqueeze(1), b.unsqueeze(0), {.op = "outer"});
 }
 
 Tensor baddbmm(const Tensor& input, const Tensor& batch1, const Tensor& batch2, const Scalar& beta,
@@ -140,7 +135,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
            if (ix.requires_grad) grads[0] = matmul(g[0], s[1]);  // (*, out) @ (out, in)
            if (iw.requires_grad) {
              const std::int64_t rows = rows_of(ix.shape), in = ix.shape.back(), out = iw.shape[0];
-             const Tensor g2 = unaliased(g[0]).reshape({rows, out}), x2 = unaliased(s[0]).reshape({rows, in});
+             const Tensor g2 = g[0].reshape({rows, out}), x2 = s[0].reshape({rows, in});
              grads[1] = matmul(g2.transpose(0, 1), x2);  // (out, rows) @ (rows, in)
            }
            if (ibias.requires_grad) grads[2] = sum_to(g[0], ibias.shape);
