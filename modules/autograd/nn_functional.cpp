@@ -56,6 +56,24 @@ void check_vector(std::string_view op, std::string_view what, const std::optiona
     throw ShapeError(op, concat(what, " of shape ", v->shape(), " does not match ", size, " channels"));
 }
 
+// The trailing dims of x that normalized_shape names, after checking it and the affine
+// parameters' shapes.
+std::vector<std::int64_t> normalized_dims(std::string_view op, const Tensor& x, const Shape& normalized_shape,
+                                          const std::optional<Tensor>& weight, const std::optional<Tensor>& bias) {
+  check_floating(op, x);
+  const auto k = static_cast<std::int64_t>(normalized_shape.size());
+  if (k == 0 || k > x.dim() || !std::equal(normalized_shape.begin(), normalized_shape.end(), x.shape().end() - k))
+    throw ShapeError(op, concat("normalized_shape ", normalized_shape, " does not match the trailing dims of ",
+                                x.shape()));
+  if (weight && weight->shape() != normalized_shape)
+    throw ShapeError(op, concat("weight of shape ", weight->shape(), ", expected ", normalized_shape));
+  if (bias && bias->shape() != normalized_shape)
+    throw ShapeError(op, concat("bias of shape ", bias->shape(), ", expected ", normalized_shape));
+  std::vector<std::int64_t> dims;
+  for (std::int64_t d = x.dim() - k; d < x.dim(); ++d) dims.push_back(d);
+  return dims;
+}
+
 }  // namespace
 
 Tensor softmax(const Tensor& x, std::int64_t dim) {
@@ -213,17 +231,7 @@ Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& targe
 
 Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const std::optional<Tensor>& weight,
                   const std::optional<Tensor>& bias, double eps) {
-  check_floating("layer_norm", x);
-  const auto k = static_cast<std::int64_t>(normalized_shape.size());
-  if (k == 0 || k > x.dim() || !std::equal(normalized_shape.begin(), normalized_shape.end(), x.shape().end() - k))
-    throw ShapeError("layer_norm", concat("normalized_shape ", normalized_shape, " does not match the trailing dims of ",
-                                          x.shape()));
-  if (weight && weight->shape() != normalized_shape)
-    throw ShapeError("layer_norm", concat("weight of shape ", weight->shape(), ", expected ", normalized_shape));
-  if (bias && bias->shape() != normalized_shape)
-    throw ShapeError("layer_norm", concat("bias of shape ", bias->shape(), ", expected ", normalized_shape));
-  std::vector<std::int64_t> dims;
-  for (std::int64_t d = x.dim() - k; d < x.dim(); ++d) dims.push_back(d);
+  const std::vector<std::int64_t> dims = normalized_dims("layer_norm", x, normalized_shape, weight, bias);
   const Tensor centered = sub(x, mean(x, dims, true));
   const Tensor variance = mean(mul(centered, centered), dims, true);
   Tensor y = mul(centered, rsqrt(add(variance, eps)));
@@ -233,15 +241,7 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const std::opt
 }
 
 Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const std::optional<Tensor>& weight, double eps) {
-  check_floating("rms_norm", x);
-  const auto k = static_cast<std::int64_t>(normalized_shape.size());
-  if (k == 0 || k > x.dim() || !std::equal(normalized_shape.begin(), normalized_shape.end(), x.shape().end() - k))
-    throw ShapeError("rms_norm", concat("normalized_shape ", normalized_shape, " does not match the trailing dims of ",
-                                        x.shape()));
-  if (weight && weight->shape() != normalized_shape)
-    throw ShapeError("rms_norm", concat("weight of shape ", weight->shape(), ", expected ", normalized_shape));
-  std::vector<std::int64_t> dims;
-  for (std::int64_t d = x.dim() - k; d < x.dim(); ++d) dims.push_back(d);
+  const std::vector<std::int64_t> dims = normalized_dims("rms_norm", x, normalized_shape, weight, {});
   Tensor y = mul(x, rsqrt(add(mean(mul(x, x), dims, true), eps)));
   return weight ? mul(y, *weight) : y;
 }
