@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -351,6 +352,38 @@ TEST(Linalg, Float32AccuracyOfLargerProducts) {
   // Batch folded into rows: (3,100,200) @ (200,100) is one (300,200) @ (200,100) product.
   const Tensor a3 = a.reshape({3, 100, 200});
   EXPECT_LT(relative_error(matmul(a3, b), a3, b), 1e-5);
+}
+
+// The packed AVX-512 float GEMM (used from 8x16 @ 16x48 up): edge tiles in m (12-row
+// tiles) and n (32-column tiles), inner dimensions past one 384-deep slice, all four
+// operand layouts, and alpha/beta through baddbmm.
+TEST(Linalg, Float32PackedGemmEdgesAndLayouts) {
+  Generator gen(11);
+  for (const auto& [m, k, n] : {std::array<std::int64_t, 3>{8, 16, 48}, {13, 385, 61}, {37, 777, 130}, {25, 40, 97}}) {
+    const Tensor a = randn({m, k}, {}, &gen), b = randn({k, n}, {}, &gen);
+    const Tensor at = a.t().contiguous().t(), bt = b.t().contiguous().t();
+    EXPECT_LT(relative_error(matmul(a, b), a, b), 1e-5) << m << "x" << k << "x" << n;
+    EXPECT_LT(relative_error(matmul(at, b), a, b), 1e-5) << m << "x" << k << "x" << n;
+    EXPECT_LT(relative_error(matmul(a, bt), a, b), 1e-5) << m << "x" << k << "x" << n;
+    EXPECT_LT(relative_error(matmul(at, bt), a, b), 1e-5) << m << "x" << k << "x" << n;
+    // out = 0.5 * input + 2 * a @ b, checked elementwise against the float64 product.
+    const Tensor input = randn({1, m, n}, {}, &gen);
+    const std::vector<double> got = values(baddbmm(input, a.unsqueeze(0), b.unsqueeze(0), 0.5, 2.0));
+    const std::vector<double> ref = values(matmul_ref(a, b)), scale = values(matmul_ref(abs_ref(a), abs_ref(b)));
+    const std::vector<double> in = values(input);
+    for (std::size_t i = 0; i < got.size(); ++i)
+      ASSERT_NEAR(got[i], 0.5 * in[i] + 2.0 * ref[i], 1e-5 * (2.0 * scale[i] + std::abs(in[i]))) << i;
+  }
+}
+
+// Above 1024 rows and 2^21 packed floats of a, the packed GEMM works in several blocks of
+// rows and of the inner dimension; each block of the inner dimension adds to c.
+TEST(Linalg, Float32PackedGemmInBlocks) {
+  Generator gen(12);
+  const Tensor a = randn({1030, 2100}, {}, &gen), b = randn({2100, 50}, {}, &gen);
+  EXPECT_LT(relative_error(matmul(a, b), a, b), 1e-5);
+  const Tensor nan_input = full({1, 1030, 50}, std::numeric_limits<double>::quiet_NaN());
+  EXPECT_LT(relative_error(baddbmm(nan_input, a.unsqueeze(0), b.unsqueeze(0), 0.0, 1.0).squeeze(0), a, b), 1e-5);
 }
 
 TEST(Linalg, BatchesOfSmallProductsRunInParallel) {

@@ -1,11 +1,13 @@
-// GEMM through Eigen (see gemm_eigen.h). Operands are Eigen::Maps over the caller's
-// memory, row- or column-major as they lie, so transposed operands are never copied;
-// Eigen packs them into its own cache blocks. Threading is ours, not Eigen's: c is cut
+// GEMM (see gemm_eigen.h). Float products that suit it go to the packed AVX-512 kernel
+// of sgemm_packed.cpp; the rest, and every double product, to Eigen. Eigen's operands are
+// Eigen::Maps over the caller's memory, row- or column-major as they lie, so transposed
+// operands are never copied; Eigen packs them into its own cache blocks. Threading is ours, not Eigen's: c is cut
 // into one column (or row) block per OpenMP thread and each block is a single-threaded
 // Eigen product. On a 2-core machine this measured at least as fast as Eigen's parallel
 // GEMM, and it keeps every allocation failure inside a region that catches it.
 #define EIGEN_DONT_PARALLELIZE
 #include "gemm_eigen.h"
+#include "sgemm_packed.h"
 
 #include <omp.h>
 
@@ -62,6 +64,12 @@ void block(std::int64_t r0, std::int64_t rows, std::int64_t c0, std::int64_t col
   else block<T, C, C>(r0, rows, c0, cols, m, n, k, alpha, a, b, beta, c, ldc);
 }
 
+// OpenMP threads worth using for m * n * k multiply-adds.
+int threads_for(std::int64_t m, std::int64_t n, std::int64_t k) {
+  const double work = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  return std::max(1, static_cast<int>(std::min<double>(omp_get_max_threads(), work / kWorkPerThread)));
+}
+
 template <class T>
 bool gemm_impl(std::int64_t m, std::int64_t n, std::int64_t k, T alpha, const MatrixArg<T>& a, const MatrixArg<T>& b,
                T beta, T* c, std::int64_t ldc, bool parallel) noexcept {
@@ -72,8 +80,7 @@ bool gemm_impl(std::int64_t m, std::int64_t n, std::int64_t k, T alpha, const Ma
     else out *= beta;
     return true;
   }
-  const double work = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
-  int threads = parallel ? static_cast<int>(std::min<double>(omp_get_max_threads(), work / kWorkPerThread)) : 1;
+  int threads = parallel ? threads_for(m, n, k) : 1;
   // Split c along its longer side, in multiples of 16 columns (a SIMD register of floats)
   // or 8 rows, so each thread's block keeps Eigen's register tiles whole.
   const bool by_cols = n >= m;
@@ -105,6 +112,9 @@ bool gemm_impl(std::int64_t m, std::int64_t n, std::int64_t k, T alpha, const Ma
 
 bool gemm(std::int64_t m, std::int64_t n, std::int64_t k, float alpha, MatrixArg<float> a, MatrixArg<float> b,
           float beta, float* c, std::int64_t ldc, bool parallel) noexcept {
+  if constexpr (kHasPackedSgemm) {
+    if (packed_sgemm_suits(m, n, k)) return packed_sgemm(m, n, k, alpha, a, b, beta, c, ldc, parallel ? threads_for(m, n, k) : 1);
+  }
   return gemm_impl(m, n, k, alpha, a, b, beta, c, ldc, parallel);
 }
 
