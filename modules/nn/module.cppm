@@ -1,4 +1,39 @@
-// infini.nn: modules, layers, losses, optimizers, data and checkpoints (issue 4).
-// For now it re-exports the layers below so that code can already `import infini.nn;`.
+// infini.nn: modules, layers, losses, optimizers, LR schedules, data and checkpoints.
 export module infini.nn;
 export import infini.autograd;
+export import :state_dict;
+export import :module_base;
+export import :containers;
+export import :init;
+export import :linear;
+export import :embedding;
+export import :normalization;
+export import :batch_norm;
+export import :dropout;
+export import :activation;
+export import :flatten;
+export import :conv;
+export import :pooling;
+export import :attention;
+export import :loss;
+export import :data_random;
+export import :dataset;
+export import :sampler;
+export import :prefetcher;
+export import :data_loader;
+export import :transforms;
+export import :idx;
+export import :fashion_mnist;
+export import :atomic_file;
+export import :safetensors;
+export import :state_entries;
+export import :optimizer;
+export import :fused_update;
+export import :sgd;
+export import :adam;
+export import :clip_grad;
+export import :grad_scaler;
+export import :lr_scheduler;
+import :safetensors_header;  // internal to the safetensors reader and writer
+import :layer_errors;  // internal to the layers' forward
+import :spatial_options;  // internal to the conv and pooling layers

@@ -79,6 +79,22 @@ Tensor Tensor::detach() const {
   return Tensor(storage(), shape(), strides(), storage_offset(), dtype());
 }
 
+void Tensor::set_data(const Tensor& data) const {
+  if (!is_leaf()) throw Error("set_data", "only a leaf's data can be replaced");
+  if (!data.defined()) throw Error("set_data", "the new data is an undefined tensor");
+  if (requires_grad() && !is_floating_point(data.dtype()))
+    throw DTypeError("set_data", concat("a tensor that requires grad cannot hold ", data.dtype(), " data"));
+  const Impl& from = data.impl();
+  const bool grad_fits = from.shape == shape() && from.dtype == dtype() && data.device() == device();
+  impl_->storage = from.storage;
+  impl_->shape = from.shape;
+  impl_->strides = from.strides;
+  impl_->offset = from.offset;
+  impl_->numel = from.numel;
+  impl_->dtype = from.dtype;
+  if (!grad_fits && impl_->autograd) impl_->autograd->grad = Tensor();
+}
+
 void Tensor::retain_grad() const {
   if (!requires_grad()) throw Error("retain_grad", "the tensor does not require grad");
   if (is_leaf() || autograd_meta().retains_grad) return;

@@ -125,6 +125,10 @@ class Tensor {
   bool is_leaf() const { return grad_fn() == nullptr; }
   // A new handle to the same data with no autograd history.
   Tensor detach() const;
+  // Makes this leaf (and every handle to it) refer to `data`'s storage, shape, strides and
+  // dtype, keeping requires_grad and hooks; the grad is dropped unless it still fits
+  // (same shape, dtype and device). How Module::to(dtype/device) converts parameters in place.
+  void set_data(const Tensor& data) const;
   // Makes backward keep this non-leaf's gradient in grad().
   void retain_grad() const;
   // hook(grad) runs when this tensor's gradient is computed; a defined result replaces it.

@@ -1,0 +1,180 @@
+// Conv1d, Conv2d and ConvTranspose2d: option checks, PyTorch's initialisation, forward
+// through the functional conv ops (see conv.cppm).
+module;
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+module infini.nn;
+
+namespace infini::nn {
+using namespace spatial_options;
+namespace {
+
+using Ints = std::vector<std::int64_t>;
+
+bool all_equal(const Ints& values, std::int64_t v) {
+  return std::all_of(values.begin(), values.end(), [v](std::int64_t x) { return x == v; });
+}
+
+// ShapeError naming `layer` unless the channel counts are positive and divisible by groups.
+void check_channels(const std::string& layer, std::int64_t in_channels, std::int64_t out_channels,
+                    std::int64_t groups) {
+  if (in_channels < 1 || out_channels < 1)
+    throw ShapeError(layer, concat("in_channels and out_channels must be >= 1, got ", in_channels, " and ",
+                                   out_channels));
+  if (groups < 1) throw ShapeError(layer, concat("groups must be >= 1, got ", groups));
+  if (in_channels % groups != 0 || out_channels % groups != 0)
+    throw ShapeError(layer, concat("groups=", groups, " must divide in_channels=", in_channels,
+                                   " and out_channels=", out_channels));
+}
+
+void check_geometry(const std::string& layer, const Ints& kernel_size, const Ints& stride, const Ints& padding,
+                    const Ints& dilation) {
+  check_option_at_least(layer, "kernel_size", kernel_size, 1);
+  check_option_at_least(layer, "stride", stride, 1);
+  check_option_at_least(layer, "padding", padding, 0);
+  check_option_at_least(layer, "dilation", dilation, 1);
+}
+
+// PyTorch's conv initialisation of weight (and bias): kaiming_uniform_(a = sqrt(5)) is
+// U(-b, b) with b = 1 / sqrt(fan_in), fan_in = weight.size(1) * kernel elements.
+void init_conv_parameters(const Tensor& weight, const Tensor& bias, Generator* generator) {
+  const std::int64_t fan_in = weight.numel() / weight.size(0);
+  init::kaiming_uniform_(weight, std::sqrt(5.0), init::FanMode::FanIn, init::Nonlinearity::LeakyReLU, generator);
+  if (bias.defined()) {
+    const double bound = 1.0 / std::sqrt(static_cast<double>(fan_in));
+    init::uniform_(bias, -bound, bound, generator);
+  }
+}
+
+// "3, 16, kernel_size=(3, 3), stride=(1, 1)" and the options that differ from their defaults.
+std::string conv_repr(std::int64_t in_channels, std::int64_t out_channels, const Ints& kernel_size,
+                      const Ints& stride, const Ints& padding, const Ints& output_padding, const Ints& dilation,
+                      std::int64_t groups, bool with_bias) {
+  std::string out = concat(in_channels, ", ", out_channels, ", kernel_size=", tuple_str(kernel_size),
+                           ", stride=", tuple_str(stride));
+  if (!all_equal(padding, 0)) out += ", padding=" + tuple_str(padding);
+  if (!all_equal(dilation, 1)) out += ", dilation=" + tuple_str(dilation);
+  if (!output_padding.empty() && !all_equal(output_padding, 0))
+    out += ", output_padding=" + tuple_str(output_padding);
+  if (groups != 1) out += concat(", groups=", groups);
+  if (!with_bias) out += ", bias=false";
+  return out;
+}
+
+template <std::size_t D>
+Tensor convolve(const Tensor& x, const Tensor& weight, const Tensor& bias, const Ints& stride, const Ints& padding,
+                const Ints& dilation, std::int64_t groups) {
+  if constexpr (D == 1)
+    return conv1d(x, weight, bias, expanding<1>(stride), expanding<1>(padding), expanding<1>(dilation), groups);
+  else
+    return conv2d(x, weight, bias, expanding<2>(stride), expanding<2>(padding), expanding<2>(dilation), groups);
+}
+
+}  // namespace
+
+// ---- Conv1d, Conv2d ----
+
+template <std::size_t D>
+ConvImpl<D>::ConvImpl(std::int64_t in_channels, std::int64_t out_channels, ExpandingArray<D> kernel_size,
+                      ConvOptions<D> options)
+    : Cloneable<ConvImpl<D>>(D == 1 ? "Conv1d" : "Conv2d"),
+      in_channels(in_channels),
+      out_channels(out_channels),
+      kernel_size(kernel_size.value_or(0)),
+      stride(options.stride.value_or(1)),
+      padding(options.padding.value_or(0)),
+      dilation(options.dilation.value_or(1)),
+      groups(options.groups),
+      padding_mode(options.padding_mode),
+      with_bias_(options.bias) {
+  check_channels(this->type_name(), in_channels, out_channels, groups);
+  check_geometry(this->type_name(), this->kernel_size, stride, padding, dilation);
+  reset();
+}
+
+template <std::size_t D>
+void ConvImpl<D>::reset() {
+  Shape shape{out_channels, in_channels / groups};
+  shape.insert(shape.end(), kernel_size.begin(), kernel_size.end());
+  weight = this->register_parameter("weight", empty(shape));
+  bias = with_bias_ ? this->register_parameter("bias", empty({out_channels})) : Tensor();
+  reset_parameters();
+}
+
+template <std::size_t D>
+void ConvImpl<D>::reset_parameters(Generator* generator) {
+  init_conv_parameters(weight, bias, generator);
+}
+
+template <std::size_t D>
+Tensor ConvImpl<D>::forward(const Tensor& x) {
+  return with_layer_name(this->type_name(), [&] {
+    if (padding_mode == PaddingMode::Zeros) return convolve<D>(x, weight, bias, stride, padding, dilation, groups);
+    Ints pads;  // last spatial dim first: {left, right, top, bottom}
+    for (std::size_t d = D; d-- > 0;) pads.insert(pads.end(), {padding[d], padding[d]});
+    const Tensor padded = pad(x, pads, padding_mode == PaddingMode::Reflect ? PadMode::Reflect : PadMode::Replicate);
+    return convolve<D>(padded, weight, bias, stride, Ints(D, 0), dilation, groups);
+  });
+}
+
+template <std::size_t D>
+std::string ConvImpl<D>::extra_repr() const {
+  std::string out =
+      conv_repr(in_channels, out_channels, kernel_size, stride, padding, {}, dilation, groups, with_bias_);
+  if (padding_mode == PaddingMode::Reflect) out += ", padding_mode=reflect";
+  if (padding_mode == PaddingMode::Replicate) out += ", padding_mode=replicate";
+  return out;
+}
+
+template class ConvImpl<1>;
+template class ConvImpl<2>;
+
+// ---- ConvTranspose2d ----
+
+ConvTranspose2dImpl::ConvTranspose2dImpl(std::int64_t in_channels, std::int64_t out_channels,
+                                         ExpandingArray<2> kernel_size, ConvTranspose2dOptions options)
+    : Cloneable("ConvTranspose2d"),
+      in_channels(in_channels),
+      out_channels(out_channels),
+      kernel_size(kernel_size.value_or(0)),
+      stride(options.stride.value_or(1)),
+      padding(options.padding.value_or(0)),
+      output_padding(options.output_padding.value_or(0)),
+      dilation(options.dilation.value_or(1)),
+      groups(options.groups),
+      with_bias_(options.bias) {
+  check_channels(type_name(), in_channels, out_channels, groups);
+  check_geometry(type_name(), this->kernel_size, stride, padding, dilation);
+  check_option_at_least(type_name(), "output_padding", output_padding, 0);
+  for (std::size_t d = 0; d < 2; ++d)
+    if (output_padding[d] >= std::max(stride[d], dilation[d]))
+      throw ShapeError(type_name(), concat("output_padding ", output_padding, " must be smaller than stride ", stride,
+                                           " or dilation ", dilation, " in each dim"));
+  reset();
+}
+
+void ConvTranspose2dImpl::reset() {
+  weight = register_parameter("weight", empty({in_channels, out_channels / groups, kernel_size[0], kernel_size[1]}));
+  bias = with_bias_ ? register_parameter("bias", empty({out_channels})) : Tensor();
+  reset_parameters();
+}
+
+void ConvTranspose2dImpl::reset_parameters(Generator* generator) { init_conv_parameters(weight, bias, generator); }
+
+Tensor ConvTranspose2dImpl::forward(const Tensor& x) {
+  return with_layer_name(type_name(), [&] {
+    return conv_transpose2d(x, weight, bias, expanding<2>(stride), expanding<2>(padding),
+                            expanding<2>(output_padding), groups, expanding<2>(dilation));
+  });
+}
+
+std::string ConvTranspose2dImpl::extra_repr() const {
+  return conv_repr(in_channels, out_channels, kernel_size, stride, padding, output_padding, dilation, groups,
+                   with_bias_);
+}
+
+}  // namespace infini::nn

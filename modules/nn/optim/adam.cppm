@@ -1,0 +1,83 @@
+// Adam and AdamW (torch.optim.Adam / torch.optim.AdamW: algorithms, bias correction and
+// defaults). Adam's weight_decay is L2 (added to the grad); AdamW's is decoupled
+// (param *= 1 - lr * weight_decay before the update) and defaults to 1e-2. State dict entries:
+//   param_groups.<g>.{lr, eps, weight_decay}  0-d float64
+//   param_groups.<g>.betas                    1-d float64 [beta1, beta2]
+//   param_groups.<g>.amsgrad                  0-d int64 flag
+//   state.<i>.step                            0-d int64: updates of parameter i so far (PyTorch
+//                                             keeps a float32 tensor; a float one with an
+//                                             integral value also loads)
+//   state.<i>.{exp_avg, exp_avg_sq}           the parameter's shape and dtype
+//   state.<i>.max_exp_avg_sq                  the same, with amsgrad
+module;
+#include <array>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+export module infini.nn:adam;
+import :state_dict;
+import :state_entries;
+import :optimizer;
+
+export namespace infini::optim {
+
+struct AdamOptions {
+  double lr = 1e-3;
+  std::array<double, 2> betas = {0.9, 0.999};  // each in [0, 1)
+  double eps = 1e-8;
+  double weight_decay = 0;  // L2 penalty, added to the grad
+  bool amsgrad = false;
+};
+
+struct AdamWOptions {
+  double lr = 1e-3;
+  std::array<double, 2> betas = {0.9, 0.999};
+  double eps = 1e-8;
+  double weight_decay = 1e-2;  // decoupled: param *= 1 - lr * weight_decay
+  bool amsgrad = false;
+};
+
+struct AdamState {
+  std::int64_t step = 0;
+  Tensor exp_avg;         // first moment estimate
+  Tensor exp_avg_sq;      // second moment estimate
+  Tensor max_exp_avg_sq;  // amsgrad: running maximum of exp_avg_sq
+};
+
+// What Adam and AdamW share; kDecoupled selects the weight decay.
+template <class Options, bool kDecoupled>
+class AdamBase : public TypedOptimizer<Options, AdamState> {
+ public:
+  void step() override;
+
+ protected:
+  AdamBase(std::string name, Options defaults) : TypedOptimizer<Options, AdamState>(std::move(name), defaults) {}
+
+ private:
+  void check_options(const Options& options, const std::string& op) const override;
+  void write_options(const Options& options, StateWriter& out) const override;
+  Options read_options(StateReader& in) const override;
+  void write_state(const AdamState& state, StateWriter& out) const override;
+  AdamState read_state(StateReader& in, const Tensor& param, const Options& options) const override;
+};
+
+class Adam final : public AdamBase<AdamOptions, false> {
+ public:
+  explicit Adam(std::vector<Tensor> params, AdamOptions options = {});
+  explicit Adam(std::vector<ParamGroup<AdamOptions>> groups, AdamOptions defaults = {});
+};
+
+class AdamW final : public AdamBase<AdamWOptions, true> {
+ public:
+  explicit AdamW(std::vector<Tensor> params, AdamWOptions options = {});
+  explicit AdamW(std::vector<ParamGroup<AdamWOptions>> groups, AdamWOptions defaults = {});
+};
+
+}  // namespace infini::optim
+
+namespace infini::optim {
+// Defined in adam.cpp.
+extern template class AdamBase<AdamOptions, false>;
+extern template class AdamBase<AdamWOptions, true>;
+}  // namespace infini::optim

@@ -1,0 +1,137 @@
+// clip_grad_norm_ / clip_grad_value_ (see clip_grad.cppm).
+module;
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+module infini.nn;
+
+namespace infini::optim {
+namespace {
+
+// Elements per partial result: partials are summed in a fixed order, so the total does not
+// depend on how OpenMP spreads the chunks.
+constexpr std::int64_t kChunk = 1 << 16;
+
+std::vector<Tensor> grads_of(std::string_view op, const std::vector<Tensor>& params) {
+  std::vector<Tensor> grads;
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    if (!params[i].defined()) throw Error(op, concat("parameter ", i, " is an undefined tensor"));
+    const Tensor& grad = params[i].grad();
+    if (!grad.defined()) continue;
+    if (!grad.device().is_cpu()) throw DeviceError(op, concat("the grad of parameter ", i, " is on ", grad.device(),
+                                                             ", expected the CPU"));
+    if (!is_floating_point(grad.dtype()))
+      throw DTypeError(op, concat("the grad of parameter ", i, " has dtype ", grad.dtype()));
+    grads.push_back(grad);
+  }
+  return grads;
+}
+
+// How the magnitudes of all elements combine into a norm of order p.
+enum class NormKind { One, Two, Inf, Power };
+
+NormKind norm_kind(double p) {
+  if (std::isinf(p)) return NormKind::Inf;
+  return p == 1 ? NormKind::One : p == 2 ? NormKind::Two : NormKind::Power;
+}
+
+// Sum of |x|^p, or for Inf the largest |x| (NaN when any element is NaN).
+template <NormKind kKind>
+double combine(double a, double b) {
+  if constexpr (kKind == NormKind::Inf) return a > b || a != a ? a : b;  // max; NaN wins
+  else return a + b;
+}
+
+double combine(NormKind kind, double a, double b) {
+  return kind == NormKind::Inf ? combine<NormKind::Inf>(a, b) : combine<NormKind::Two>(a, b);
+}
+
+// The type an element converts through on its way to double (float for float16/bfloat16).
+template <class T>
+using wide_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
+
+// combine() over x[begin, end) in kLanes independent partial results (so the loop vectorizes),
+// merged in a fixed order.
+template <NormKind kKind, class T>
+double combine_range(const T* x, std::int64_t begin, std::int64_t end, double p) {
+  auto term = [&](T value) {
+    const double a = std::abs(static_cast<double>(static_cast<wide_t<T>>(value)));
+    if constexpr (kKind == NormKind::Two) return a * a;
+    else if constexpr (kKind == NormKind::Power) return std::pow(a, p);
+    else return a;
+  };
+  constexpr int kLanes = 8;
+  double lanes[kLanes] = {};
+  std::int64_t i = begin;
+  for (; i + kLanes <= end; i += kLanes)
+    for (int k = 0; k < kLanes; ++k) lanes[k] = combine<kKind>(lanes[k], term(x[i + k]));
+  double s = 0;
+  for (; i < end; ++i) s = combine<kKind>(s, term(x[i]));
+  for (double lane : lanes) s = combine<kKind>(s, lane);
+  return s;
+}
+
+// combine() over every element of one grad, in float64.
+double combine_grad(const Tensor& grad, double p) {
+  const NormKind kind = norm_kind(p);
+  const Tensor g = grad.contiguous();
+  const std::int64_t n = g.numel();
+  const std::int64_t chunks = (n + kChunk - 1) / kChunk;
+  std::vector<double> partial(static_cast<std::size_t>(chunks), 0.0);
+  dispatch(g.dtype(), [&]<class T>() {
+    if constexpr (std::is_floating_point_v<T> || std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+      const T* x = g.data_ptr<T>();
+#pragma omp parallel for schedule(static) if (chunks > 1)
+      for (std::int64_t c = 0; c < chunks; ++c) {
+        const std::int64_t begin = c * kChunk, end = std::min(n, begin + kChunk);
+        double s = 0;
+        switch (kind) {
+          case NormKind::One: s = combine_range<NormKind::One>(x, begin, end, p); break;
+          case NormKind::Two: s = combine_range<NormKind::Two>(x, begin, end, p); break;
+          case NormKind::Inf: s = combine_range<NormKind::Inf>(x, begin, end, p); break;
+          case NormKind::Power: s = combine_range<NormKind::Power>(x, begin, end, p); break;
+        }
+        partial[static_cast<std::size_t>(c)] = s;
+      }
+    }
+  });
+  double total = 0;
+  for (double s : partial) total = combine(kind, total, s);
+  return total;
+}
+
+}  // namespace
+
+double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, double norm_type, bool error_if_nonfinite) {
+  constexpr std::string_view op = "clip_grad_norm_";
+  if (!(norm_type > 0)) throw Error(op, concat("norm_type must be > 0 or infinity, got ", norm_type));
+  if (!(max_norm >= 0)) throw Error(op, concat("max_norm must be >= 0, got ", max_norm));
+  const std::vector<Tensor> grads = grads_of(op, params);
+  if (grads.empty()) return 0.0;
+  const NormKind kind = norm_kind(norm_type);
+  double sum = 0;
+  for (const Tensor& g : grads) sum = combine(kind, sum, combine_grad(g, norm_type));
+  const double total = kind == NormKind::Two ? std::sqrt(sum) : kind == NormKind::Power ? std::pow(sum, 1 / norm_type) : sum;
+  if (error_if_nonfinite && !std::isfinite(total))
+    throw Error(op, concat("the total norm of order ", norm_type, " of the gradients is non-finite (", total,
+                           "), so they cannot be clipped (pass error_if_nonfinite = false to scale them by it anyway)"));
+  const double coefficient = max_norm / (total + 1e-6);
+  if (!(coefficient >= 1.0)) {  // PyTorch clamps the coefficient to at most 1; NaN passes
+    NoGradGuard no_grad;
+    for (Tensor g : grads) mul_(g, coefficient);
+  }
+  return total;
+}
+
+void clip_grad_value_(const std::vector<Tensor>& params, double clip_value) {
+  constexpr std::string_view op = "clip_grad_value_";
+  if (!(clip_value >= 0)) throw Error(op, concat("clip_value must be >= 0, got ", clip_value));
+  NoGradGuard no_grad;
+  for (Tensor g : grads_of(op, params)) g.copy_(clamp(g, -clip_value, clip_value));
+}
+
+}  // namespace infini::optim

@@ -1,0 +1,44 @@
+// Fused optimizer updates: one pass over a parameter updates it and its state together
+// (PyTorch's single-tensor formulas, see fused_update.cpp), in place and without autograd
+// history, bumping the versions of the tensors written as any in-place op does. Usable on
+// their own, e.g. on the shards of a distributed optimizer.
+// Requirements (Error otherwise): CPU tensors, param floating point, grad and state
+// tensors of the param's shape and dtype, state tensors contiguous. A non-contiguous param
+// is updated through a contiguous copy that is copied back; float16/bfloat16 are computed
+// in float32 and rounded to the storage type wherever PyTorch's ops store a value.
+module;
+#include <cstdint>
+#include <string_view>
+export module infini.nn:fused_update;
+import infini.autograd;
+
+export namespace infini::optim {
+
+struct SGDUpdate {
+  double lr = 0;
+  double momentum = 0;
+  double dampening = 0;
+  double weight_decay = 0;
+  bool nesterov = false;
+  // The momentum buffer is new: it starts as the (weight-decayed) grad, undampened.
+  bool first_momentum_step = false;
+};
+// param (any shape) -= lr * update; momentum_buffer (param's shape) is read and written when
+// momentum != 0 (it may be undefined otherwise).
+void sgd_update_(const Tensor& param, const Tensor& grad, const Tensor& momentum_buffer, const SGDUpdate& update);
+
+struct AdamUpdate {
+  double lr = 0;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  double weight_decay = 0;
+  bool decoupled_weight_decay = false;  // AdamW: param *= 1 - lr * weight_decay
+  bool amsgrad = false;
+  std::int64_t step = 1;  // this update's number, from 1 (bias corrections use it)
+};
+// max_exp_avg_sq is read and written when amsgrad (it may be undefined otherwise).
+void adam_update_(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
+                  const Tensor& max_exp_avg_sq, const AdamUpdate& update);
+
+}  // namespace infini::optim
