@@ -17,22 +17,14 @@
 
 import infini.nn;
 
+#include "data_test_util.h"
+
 namespace infini::data {
 namespace {
 
 using Indices = std::vector<std::int64_t>;
 
-template <class E, class Call>
-void expect_error(Call&& call, const std::string& op, const std::string& part) {
-  try {
-    call();
-    ADD_FAILURE() << "expected an error from " << op;
-  } catch (const Error& e) {
-    EXPECT_NE(dynamic_cast<const E*>(&e), nullptr) << "wrong error type: " << e.what();
-    EXPECT_EQ(e.op(), op) << e.what();
-    EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << "'" << part << "' not in: " << e.what();
-  }
-}
+using test::expect_error;
 
 // Example i: data float32 (2) = {i, -i}, target int64 0-d = i. get(fail_at) throws
 // IOError; every get() counts itself and sleeps `delay`.

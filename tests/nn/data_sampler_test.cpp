@@ -11,22 +11,14 @@
 
 import infini.nn;
 
+#include "data_test_util.h"
+
 namespace infini::data {
 namespace {
 
 using Indices = std::vector<std::int64_t>;
 
-template <class E, class Call>
-void expect_error(Call&& call, const std::string& op, const std::string& part) {
-  try {
-    call();
-    ADD_FAILURE() << "expected an error from " << op;
-  } catch (const Error& e) {
-    EXPECT_NE(dynamic_cast<const E*>(&e), nullptr) << "wrong error type: " << e.what();
-    EXPECT_EQ(e.op(), op) << e.what();
-    EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << "'" << part << "' not in: " << e.what();
-  }
-}
+using test::expect_error;
 
 // Fisher-Yates from the last position down, partner j = floor(r * (i + 1) / 2^64) with r
 // the first two Philox words of counter i, stream epoch.

@@ -7,20 +7,12 @@
 
 import infini.nn;
 
+#include "data_test_util.h"
+
 namespace infini::data {
 namespace {
 
-template <class E, class Call>
-void expect_error(Call&& call, const std::string& op, const std::string& part) {
-  try {
-    call();
-    ADD_FAILURE() << "expected an error from " << op;
-  } catch (const Error& e) {
-    EXPECT_NE(dynamic_cast<const E*>(&e), nullptr) << "wrong error type: " << e.what();
-    EXPECT_EQ(e.op(), op) << e.what();
-    EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << "'" << part << "' not in: " << e.what();
-  }
-}
+using test::expect_error;
 
 std::vector<double> values(const Tensor& t) {
   const Tensor flat = t.to(kFloat64).contiguous();
