@@ -2,10 +2,10 @@
 // blocks of a: up to kRowBlock rows by as much of the inner dimension as kPackedA allows.
 //   1. the threads pack the block of a into row panels of kMR rows, kDepth deep at a time
 //      (element (i, p) of a panel at p * kMR + i), so the micro-kernel reads it linearly;
-//   2. c's columns are cut into tasks of kTaskCols (and, when that gives few tasks, its
-//      rows into ranges of row panels), handed out through an atomic counter (a slower core
-//      just takes fewer tasks); a task packs kDepth x kTaskCols of b into column panels of
-//      kNR (element (p, j) at p * kNR + j) and sweeps its row panels of a over them.
+//   2. c's columns are cut into tasks of kTaskCols, handed out through an atomic counter
+//      (a slower core just takes fewer tasks); a task packs kDepth x kTaskCols of b into
+//      column panels of kNR (element (p, j) at p * kNR + j) and sweeps all row panels of
+//      a over them.
 // The micro-kernel keeps a kMR x kNR tile of c in 24 zmm accumulators: each step of p
 // loads two vectors of b and broadcasts kMR values of a, 24 FMAs for 14 loads. Edge tiles
 // are computed whole from zero-padded panels and stored through masks.
@@ -30,7 +30,6 @@ constexpr std::int64_t kMR = 12;             // rows of the register tile
 constexpr std::int64_t kNR = 32;             // columns: two zmm vectors of floats
 constexpr std::int64_t kDepth = 384;         // inner-dimension slice of one micro-kernel call
 constexpr std::int64_t kTaskCols = 128;      // columns of c per task
-constexpr std::int64_t kTasksPerThread = 6;  // fewer: split c's rows as well
 constexpr std::int64_t kRowBlock = 1024;     // rows of a packed at once, at most
 constexpr std::int64_t kPackedA = 1 << 21;   // floats of a packed at once, at most
 
@@ -146,14 +145,9 @@ bool packed_sgemm(std::int64_t m, std::int64_t n, std::int64_t k, float alpha, c
   float* a_packed = a_buffer.reserve(max_panels * kMR * std::min(k, depth_block_max));
   if (a_packed == nullptr) return false;
   std::atomic<bool> ok{true};
-  const std::int64_t col_tasks = (n + kTaskCols - 1) / kTaskCols;
+  const std::int64_t tasks = (n + kTaskCols - 1) / kTaskCols;
   for (std::int64_t r0 = 0; r0 < m; r0 += kRowBlock) {
     const std::int64_t rows = std::min(kRowBlock, m - r0), panels = (rows + kMR - 1) / kMR;
-    // Few column tasks (narrow c) leave threads idle at the end: then the row panels are
-    // split too, into row_parts ranges, for about kTasksPerThread tasks per thread.
-    const std::int64_t row_parts =
-        std::clamp<std::int64_t>((kTasksPerThread * threads + col_tasks - 1) / col_tasks, 1, panels);
-    const std::int64_t panels_per_part = (panels + row_parts - 1) / row_parts, tasks = col_tasks * row_parts;
     for (std::int64_t d0 = 0; d0 < k; d0 += depth_block_max) {
       const std::int64_t depth_block = std::min(depth_block_max, k - d0);
       std::atomic<std::int64_t> next_task{0};
@@ -171,14 +165,13 @@ bool packed_sgemm(std::int64_t m, std::int64_t n, std::int64_t k, float alpha, c
         float* b_packed = b_buffer.reserve(kDepth * kTaskCols);
         if (b_packed == nullptr) ok = false;
         for (std::int64_t task; ok && (task = next_task.fetch_add(1)) < tasks;) {
-          const std::int64_t c0 = task % col_tasks * kTaskCols, cols = std::min(kTaskCols, n - c0);
-          const std::int64_t q0 = task / col_tasks * panels_per_part, q1 = std::min(panels, q0 + panels_per_part);
+          const std::int64_t c0 = task * kTaskCols, cols = std::min(kTaskCols, n - c0);
           for (std::int64_t s = 0; s < depth_block; s += kDepth) {
             const std::int64_t depth = std::min(kDepth, depth_block - s);
             const float tile_beta = d0 + s == 0 ? beta : 1.0f;  // later slices add to c
             pack_b(b, d0 + s, depth, c0, cols, b_packed);
             const float* a_slice = a_packed + s * panels * kMR;
-            for (std::int64_t q = q0; q < q1; ++q)
+            for (std::int64_t q = 0; q < panels; ++q)
               for (std::int64_t j0 = 0; j0 < cols; j0 += kNR)
                 micro_kernel(depth, a_slice + q * kMR * depth, b_packed + j0 * depth, c + (r0 + q * kMR) * ldc + c0 + j0,
                              ldc, std::min(kMR, rows - q * kMR), std::min(kNR, cols - j0), alpha, tile_beta);
