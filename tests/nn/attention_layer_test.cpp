@@ -19,15 +19,11 @@ namespace infini::nn {
 namespace {
 
 using test::expect_error;
+using test::make;
+using test::sample;
 using test::values;
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
-
-Tensor make(const Shape& shape, const std::vector<double>& v) { return test::tensor(v, shape); }
-
-std::vector<double> sample(const Shape& shape, std::uint64_t seed) {
-  return values(test::random_input(shape, seed, false));
-}
 
 // The additive score mask of (batch b, head h, query i, key j): 0, -inf or any value.
 using MaskFn = std::function<double(std::int64_t b, std::int64_t h, std::int64_t i, std::int64_t j)>;

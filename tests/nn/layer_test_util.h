@@ -100,4 +100,20 @@ inline Tensor random_input(const Shape& shape, std::uint64_t seed, bool requires
   return t;
 }
 
+
+// A float64 tensor of `shape` holding `v` (row-major).
+inline Tensor make(const Shape& shape, const std::vector<double>& v) { return tensor(v, shape); }
+
+// Seeded N(0, 1) values.
+inline std::vector<double> sample(const Shape& shape, std::uint64_t seed) {
+  return values(random_input(shape, seed, false));
+}
+
+// actual has `shape` and holds `expected` (row-major) to within tolerance (relative above 1).
+inline void expect_all_near(const Tensor& actual, const Shape& shape, const std::vector<double>& expected,
+                            double tolerance) {
+  EXPECT_EQ(actual.shape(), shape);
+  expect_close(values(actual), expected, tolerance);
+}
+
 }  // namespace infini::nn::test

@@ -11,6 +11,8 @@
 
 import infini.nn;
 
+#include "layer_test_util.h"
+
 namespace infini::optim::test {
 
 // A leaf parameter that requires grad, holding `values` (1-d) in `dtype`.
@@ -46,18 +48,6 @@ inline void expect_identical(const Tensor& a, const Tensor& b, const std::string
   for (std::size_t i = 0; i < x.size(); ++i) EXPECT_EQ(x[i], y[i]) << what << " element " << i;
 }
 
-// Expects call() to throw an E (or subclass) from `op` whose message contains `part`.
-template <class E = Error, class Call>
-void expect_error(Call&& call, const std::string& op, const std::string& part) {
-  try {
-    call();
-    ADD_FAILURE() << "expected an error from " << op << " mentioning \"" << part << "\"";
-  } catch (const E& e) {
-    EXPECT_EQ(e.op(), op) << e.what();
-    EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "wrong error type: " << e.what();
-  }
-}
+using nn::test::expect_error;
 
 }  // namespace infini::optim::test

@@ -18,22 +18,11 @@ namespace infini::nn {
 namespace {
 
 using test::expect_error;
+using test::expect_all_near;
+using test::make;
+using test::sample;
 using test::values;
 
-// A float64 tensor of `shape` holding `v` (row-major).
-Tensor make(const Shape& shape, const std::vector<double>& v) { return test::tensor(v, shape); }
-
-// Seeded N(0, 1) values.
-std::vector<double> sample(const Shape& shape, std::uint64_t seed) {
-  return values(test::random_input(shape, seed, false));
-}
-
-// actual has `shape` and holds `expected` (row-major) to within tolerance (relative above 1).
-void expect_all_near(const Tensor& actual, const Shape& shape, const std::vector<double>& expected,
-                     double tolerance) {
-  EXPECT_EQ(actual.shape(), shape);
-  test::expect_close(values(actual), expected, tolerance);
-}
 
 // One spatial dim of a pooling window: size in, kernel, stride, padding, dilation.
 struct Dim {
