@@ -26,6 +26,7 @@ export import :idx;
 export import :fashion_mnist;
 export import :atomic_file;
 export import :safetensors;
+export import :checkpoint;
 export import :state_entries;
 export import :optimizer;
 export import :fused_update;

@@ -16,7 +16,7 @@ Tensor::Tensor(Storage storage, Shape shape, Strides strides, std::int64_t stora
   check_in_storage("Tensor", storage, shape, strides, storage_offset, dtype);
   const std::int64_t numel = checked_numel("Tensor", shape);
   impl_ = std::make_shared<Impl>(Impl{std::move(storage), std::move(shape), std::move(strides), storage_offset,
-                                      numel, dtype});
+                                      numel, dtype, nullptr});
 }
 
 void Tensor::check_in_storage(std::string_view op, const Storage& storage, const Shape& shape, const Strides& strides,

@@ -11,7 +11,10 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <numeric>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "models.h"
 
@@ -34,6 +37,7 @@ struct Flags {
   std::string metrics_out;
   int threads = 0;
   std::int64_t workers = 1;
+  std::int64_t train_examples = 0;
 };
 
 std::unique_ptr<optim::Optimizer> make_optimizer(const Flags& f, std::vector<Tensor> params) {
@@ -96,12 +100,19 @@ int main(int argc, char** argv) {
   app.add_option("--metrics_out", f.metrics_out, "JSON lines file, one object per epoch");
   app.add_option("--threads", f.threads, "OpenMP threads (0: the default)");
   app.add_option("--workers", f.workers, "background threads building batches");
+  app.add_option("--train_examples", f.train_examples, "train on the first N training images only (0: all)")
+      ->check(CLI::NonNegativeNumber);
   CLI11_PARSE(app, argc, argv);
 
   try {
     if (f.threads > 0) omp_set_num_threads(f.threads);
     manual_seed(f.seed);
-    auto train_set = std::make_shared<data::FashionMNIST>(f.data, true);
+    std::shared_ptr<const data::Dataset<>> train_set = std::make_shared<data::FashionMNIST>(f.data, true);
+    if (f.train_examples > 0 && f.train_examples < train_set->size()) {
+      std::vector<std::int64_t> first(static_cast<std::size_t>(f.train_examples));
+      std::iota(first.begin(), first.end(), std::int64_t{0});
+      train_set = std::make_shared<data::Subset<>>(train_set, std::move(first));
+    }
     auto test_set = std::make_shared<data::FashionMNIST>(f.data, false);
     data::DataLoader<> train_loader(train_set, {.batch_size = f.batch_size, .shuffle = true, .num_workers = f.workers, .seed = f.seed});
     data::DataLoader<> test_loader(test_set, {.batch_size = 1000, .num_workers = f.workers, .seed = f.seed});

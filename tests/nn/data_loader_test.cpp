@@ -337,6 +337,23 @@ TEST(DataLoader, CustomCollate) {
   EXPECT_EQ(sums, (Indices{1, 5, 4}));
 }
 
+TEST(DataLoader, Subset) {
+  auto dataset = std::make_shared<TensorDataset>(arange(12, {.dtype = kFloat32}).view({6, 2}), arange(6));
+  const Subset<> subset(dataset, {4, 1, 4});
+  ASSERT_EQ(subset.size(), 3);
+  const std::vector<std::int64_t> expected_targets = {4, 1, 4};
+  for (std::int64_t i = 0; i < 3; ++i) {
+    const Example e = subset.get(i);
+    EXPECT_EQ(e.target.item<std::int64_t>(), expected_targets[static_cast<std::size_t>(i)]);
+    EXPECT_EQ(e.data.select(0, 1).item<double>(), 2.0 * static_cast<double>(expected_targets[static_cast<std::size_t>(i)]) + 1);
+  }
+  EXPECT_EQ(Subset<>(dataset, {}).size(), 0);
+  expect_error<IndexError>([&] { Subset<>(dataset, {0, 6}); }, "Subset", "indices[1] = 6 is out of range for a dataset of 6");
+  expect_error<IndexError>([&] { Subset<>(dataset, {-1}); }, "Subset", "indices[0] = -1");
+  expect_error<IndexError>([&] { (void)subset.get(3); }, "Subset.get", "index 3 is out of range for 3");
+  expect_error<Error>([] { Subset<>(nullptr, {}); }, "Subset", "dataset is null");
+}
+
 TEST(DataLoader, TensorDataset) {
   auto dataset = std::make_shared<TensorDataset>(arange(12, {.dtype = kFloat32}).view({6, 2}), arange(6));
   DataLoader loader(dataset, {.batch_size = 4});

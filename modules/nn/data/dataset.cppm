@@ -4,7 +4,9 @@
 module;
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
+#include <utility>
 #include <vector>
 export module infini.nn:dataset;
 import infini.autograd;
@@ -26,6 +28,31 @@ class Dataset {
   virtual std::int64_t size() const = 0;
   // Example `index`, 0 <= index < size().
   virtual ExampleT get(std::int64_t index) const = 0;
+};
+
+// The examples of `dataset` at `indices`, in that order (torch.utils.data.Subset).
+template <class ExampleT = Example>
+class Subset : public Dataset<ExampleT> {
+ public:
+  // Error for a null dataset; IndexError naming the first index outside [0, dataset->size()).
+  Subset(std::shared_ptr<const Dataset<ExampleT>> dataset, std::vector<std::int64_t> indices)
+      : dataset_(std::move(dataset)), indices_(std::move(indices)) {
+    if (!dataset_) throw Error("Subset", "dataset is null");
+    for (std::size_t i = 0; i < indices_.size(); ++i)
+      if (indices_[i] < 0 || indices_[i] >= dataset_->size())
+        throw IndexError("Subset", concat("indices[", i, "] = ", indices_[i], " is out of range for a dataset of ",
+                                          dataset_->size(), " examples"));
+  }
+  std::int64_t size() const override { return static_cast<std::int64_t>(indices_.size()); }
+  ExampleT get(std::int64_t index) const override {
+    if (index < 0 || index >= size())
+      throw IndexError("Subset.get", concat("index ", index, " is out of range for ", size(), " examples"));
+    return dataset_->get(indices_[static_cast<std::size_t>(index)]);
+  }
+
+ private:
+  std::shared_ptr<const Dataset<ExampleT>> dataset_;
+  std::vector<std::int64_t> indices_;
 };
 
 // Yields the examples of one pass in order, then nullopt.

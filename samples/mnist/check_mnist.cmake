@@ -1,0 +1,32 @@
+# cmake -DPROGRAM=<mnist> -DDATA=<dir> -DWORK_DIR=<dir> -P check_mnist.cmake
+# One short epoch of mlp_resnet on the first 10000 training images must reach test accuracy
+# 0.75 on all 10000 test images and write a complete metrics line.
+if(NOT EXISTS "${DATA}/t10k-labels-idx1-ubyte.gz" AND NOT EXISTS "${DATA}/t10k-labels-idx1-ubyte")
+  message("SKIP: no Fashion-MNIST in ${DATA} (scripts/setup installs it)")
+  return()
+endif()
+file(REMOVE_RECURSE "${WORK_DIR}")
+file(MAKE_DIRECTORY "${WORK_DIR}")
+execute_process(COMMAND "${PROGRAM}" --data "${DATA}" --model mlp_resnet --epochs 1 --train_examples 10000
+                        --batch_size 64 --seed 3 --metrics_out "${WORK_DIR}/metrics.jsonl"
+                RESULT_VARIABLE result OUTPUT_VARIABLE out ERROR_VARIABLE err)
+message(STATUS "${out}")
+if(NOT result EQUAL 0)
+  message(FATAL_ERROR "mnist failed (${result}): ${err}")
+endif()
+file(STRINGS "${WORK_DIR}/metrics.jsonl" lines)
+list(LENGTH lines count)
+if(NOT count EQUAL 1)
+  message(FATAL_ERROR "expected 1 metrics line, got ${count}")
+endif()
+foreach(key epoch train_loss train_acc test_loss test_acc seconds)
+  string(JSON value ERROR_VARIABLE missing GET "${lines}" ${key})
+  if(missing)
+    message(FATAL_ERROR "metrics line has no ${key}: ${lines}")
+  endif()
+endforeach()
+string(JSON test_acc GET "${lines}" test_acc)
+if(test_acc LESS 0.75)
+  message(FATAL_ERROR "test accuracy ${test_acc} < 0.75 after one short epoch")
+endif()
+file(REMOVE_RECURSE "${WORK_DIR}")
