@@ -23,7 +23,7 @@ Tensor log_softmax(const Tensor& x, std::int64_t dim);
 enum class Reduction { None, Mean, Sum };
 
 struct CrossEntropyOptions {
-  std::optional<Tensor> weight;    // (C) per-class weights
+  std::optional<Tensor> weight = std::nullopt;  // (C) per-class weights
   std::int64_t ignore_index = -100;
   Reduction reduction = Reduction::Mean;
   double label_smoothing = 0.0;

@@ -27,6 +27,7 @@ export import :fashion_mnist;
 export import :atomic_file;
 export import :safetensors;
 export import :checkpoint;
+export import :gpt2;
 export import :state_entries;
 export import :optimizer;
 export import :fused_update;
@@ -35,6 +36,11 @@ export import :adam;
 export import :clip_grad;
 export import :grad_scaler;
 export import :lr_scheduler;
+export import :llmc_checkpoint;
+export import :llmc_tokens;
+export import :llmc_tokenizer;
+export import :gpt2_tokenizer;
 import :safetensors_header;  // internal to the safetensors reader and writer
 import :layer_errors;  // internal to the layers' forward
 import :spatial_options;  // internal to the conv and pooling layers
+import :llmc_detail;  // internal to llm.c's file readers and writers

@@ -1,0 +1,235 @@
+// GPT-2's layers, initialisation and llm.c tensor layout (see gpt2.cppm).
+module;
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+module infini.nn;
+
+namespace infini::nn {
+
+GPT2Config GPT2Config::from_name(std::string_view name) {
+  // (layers, heads, channels) of llm.c's GPT-2 sizes.
+  static const std::map<std::string_view, std::array<std::int64_t, 3>> sizes = {
+      {"d12", {12, 12, 768}}, {"d24", {24, 16, 1024}}, {"d36", {36, 20, 1280}}, {"d48", {48, 25, 1600}}};
+  const auto it = sizes.find(name);
+  if (it == sizes.end())
+    throw Error("GPT2Config.from_name", concat("unknown model \"", name, "\" (expected d12, d24, d36 or d48)"));
+  const auto [layers, heads, channels] = it->second;
+  return {.max_seq_len = 1024, .vocab_size = 50257, .padded_vocab_size = 50304, .num_layers = layers,
+          .num_heads = heads, .channels = channels};
+}
+
+void GPT2Config::validate() const {
+  const std::pair<const char*, std::int64_t> sizes[] = {{"max_seq_len", max_seq_len}, {"vocab_size", vocab_size},
+                                                        {"padded_vocab_size", padded_vocab_size},
+                                                        {"num_layers", num_layers}, {"num_heads", num_heads},
+                                                        {"channels", channels}};
+  for (const auto& [field, value] : sizes)
+    if (value < 1) throw Error("GPT2Config", concat(field, " must be >= 1, got ", value));
+  if (padded_vocab_size < vocab_size)
+    throw Error("GPT2Config", concat("padded_vocab_size ", padded_vocab_size, " is smaller than vocab_size ", vocab_size));
+  if (channels % num_heads != 0)
+    throw Error("GPT2Config", concat("channels ", channels, " is not a multiple of num_heads ", num_heads));
+}
+
+CausalSelfAttentionImpl::CausalSelfAttentionImpl(std::int64_t channels, std::int64_t num_heads)
+    : Cloneable("CausalSelfAttention"), channels(channels), num_heads(num_heads) {
+  if (channels < 1 || num_heads < 1 || channels % num_heads != 0)
+    throw ShapeError(type_name(), concat("channels ", channels, " must be a positive multiple of num_heads ", num_heads));
+  reset();
+}
+
+void CausalSelfAttentionImpl::reset() {
+  c_attn = register_module("c_attn", std::make_shared<LinearImpl>(channels, 3 * channels));
+  c_proj = register_module("c_proj", std::make_shared<LinearImpl>(channels, channels));
+}
+
+Tensor CausalSelfAttentionImpl::forward(const Tensor& x) {
+  if (x.dim() != 3 || x.size(2) != channels)
+    throw ShapeError(type_name(), concat("expected x (B, T, ", channels, "), got ", x.shape()));
+  const std::int64_t B = x.size(0), T = x.size(1), head = channels / num_heads;
+  const Tensor qkv = (*c_attn)(x);  // (B, T, 3C)
+  // (B, T, C) slices -> (B, NH, T, hs)
+  auto heads = [&](std::int64_t i) {
+    return qkv.slice(2, i * channels, (i + 1) * channels).view({B, T, num_heads, head}).transpose(1, 2);
+  };
+  const Tensor y = scaled_dot_product_attention(heads(0), heads(1), heads(2), {}, 0.0, /*is_causal=*/true);
+  return (*c_proj)(y.transpose(1, 2).reshape({B, T, channels}));  // (B, NH, T, hs) -> (B, T, C)
+}
+
+GPT2MLPImpl::GPT2MLPImpl(std::int64_t channels) : Cloneable("GPT2MLP"), channels(channels) {
+  if (channels < 1) throw ShapeError(type_name(), concat("channels must be >= 1, got ", channels));
+  reset();
+}
+
+void GPT2MLPImpl::reset() {
+  c_fc = register_module("c_fc", std::make_shared<LinearImpl>(channels, 4 * channels));
+  c_proj = register_module("c_proj", std::make_shared<LinearImpl>(4 * channels, channels));
+}
+
+Tensor GPT2MLPImpl::forward(const Tensor& x) {
+  return (*c_proj)(gelu((*c_fc)(x), GeluApproximation::Tanh));
+}
+
+GPT2BlockImpl::GPT2BlockImpl(std::int64_t channels, std::int64_t num_heads)
+    : Cloneable("GPT2Block"), channels(channels), num_heads(num_heads) {
+  reset();
+}
+
+void GPT2BlockImpl::reset() {
+  ln_1 = register_module("ln_1", std::make_shared<LayerNormImpl>(channels));
+  attn = register_module("attn", std::make_shared<CausalSelfAttentionImpl>(channels, num_heads));
+  ln_2 = register_module("ln_2", std::make_shared<LayerNormImpl>(channels));
+  mlp = register_module("mlp", std::make_shared<GPT2MLPImpl>(channels));
+}
+
+Tensor GPT2BlockImpl::forward(const Tensor& x) {
+  const Tensor x1 = add(x, (*attn)((*ln_1)(x)));
+  return add(x1, (*mlp)((*ln_2)(x1)));
+}
+
+GPT2Impl::GPT2Impl(GPT2Config config) : Cloneable("GPT2"), config(config) {
+  config.validate();
+  reset();
+}
+
+void GPT2Impl::reset() {
+  const std::int64_t C = config.channels;
+  wte = register_module("wte", std::make_shared<EmbeddingImpl>(config.padded_vocab_size, C));
+  wpe = register_module("wpe", std::make_shared<EmbeddingImpl>(config.max_seq_len, C));
+  h.clear();
+  auto blocks = std::make_shared<ModuleListImpl>();
+  for (std::int64_t l = 0; l < config.num_layers; ++l) {
+    h.push_back(std::make_shared<GPT2BlockImpl>(C, config.num_heads));
+    blocks->push_back(h.back());
+  }
+  register_module("h", blocks);
+  ln_f = register_module("ln_f", std::make_shared<LayerNormImpl>(C));
+  reset_parameters();
+}
+
+void GPT2Impl::reset_parameters(Generator* generator) {
+  NoGradGuard no_grad;
+  const double residual_std = 0.02 / std::sqrt(2.0 * static_cast<double>(config.num_layers));
+  init::normal_(wte->weight, 0.0, 0.02, generator);
+  wte->weight.slice(0, config.vocab_size).zero_();
+  init::normal_(wpe->weight, 0.0, 0.02, generator);
+  auto init_linear = [&](LinearImpl& linear, double std) {
+    init::normal_(linear.weight, 0.0, std, generator);
+    init::zeros_(linear.bias);
+  };
+  auto init_norm = [](LayerNormImpl& norm) {
+    init::ones_(norm.weight);
+    init::zeros_(norm.bias);
+  };
+  for (const auto& block : h) {
+    init_norm(*block->ln_1);
+    init_linear(*block->attn->c_attn, 0.02);
+    init_linear(*block->attn->c_proj, residual_std);
+    init_norm(*block->ln_2);
+    init_linear(*block->mlp->c_fc, 0.02);
+    init_linear(*block->mlp->c_proj, residual_std);
+  }
+  init_norm(*ln_f);
+}
+
+Tensor GPT2Impl::forward(const Tensor& idx) {
+  if (idx.dim() != 2 || idx.dtype() != kInt64)
+    throw ShapeError(type_name(), concat("expected idx (B, T) int64, got ", idx.dtype(), " ", idx.shape()));
+  const std::int64_t T = idx.size(1);
+  if (T > config.max_seq_len)
+    throw ShapeError(type_name(), concat("sequence length ", T, " exceeds max_seq_len ", config.max_seq_len));
+  const Tensor positions = arange(T, TensorOptions{.dtype = kInt64, .device = idx.device()});
+  Tensor x = add((*wte)(idx), (*wpe)(positions));  // (B, T, C) + (T, C)
+  for (const auto& block : h) x = (*block)(x);
+  return linear((*ln_f)(x), wte->weight);  // (B, T, Vp)
+}
+
+Tensor GPT2Impl::loss(const Tensor& logits, const Tensor& targets) const {
+  const std::int64_t V = config.vocab_size;
+  if (logits.dim() != 3 || logits.size(2) != config.padded_vocab_size || targets.dim() != 2 ||
+      targets.size(0) != logits.size(0) || targets.size(1) != logits.size(1))
+    throw ShapeError("GPT2.loss", concat("expected logits (B, T, ", config.padded_vocab_size, ") and targets (B, T), got ",
+                                         logits.shape(), " and ", targets.shape()));
+  return cross_entropy(logits.slice(2, 0, V).reshape({-1, V}), targets.reshape({-1}));
+}
+
+namespace {
+
+// The per-layer parameters in llm.c's order (after wte and wpe).
+constexpr std::pair<std::string_view, Tensor (*)(const GPT2BlockImpl&)> kLayerTensors[] = {
+    {"ln1w", [](const GPT2BlockImpl& b) { return b.ln_1->weight; }},
+    {"ln1b", [](const GPT2BlockImpl& b) { return b.ln_1->bias; }},
+    {"qkvw", [](const GPT2BlockImpl& b) { return b.attn->c_attn->weight; }},
+    {"qkvb", [](const GPT2BlockImpl& b) { return b.attn->c_attn->bias; }},
+    {"attprojw", [](const GPT2BlockImpl& b) { return b.attn->c_proj->weight; }},
+    {"attprojb", [](const GPT2BlockImpl& b) { return b.attn->c_proj->bias; }},
+    {"ln2w", [](const GPT2BlockImpl& b) { return b.ln_2->weight; }},
+    {"ln2b", [](const GPT2BlockImpl& b) { return b.ln_2->bias; }},
+    {"fcw", [](const GPT2BlockImpl& b) { return b.mlp->c_fc->weight; }},
+    {"fcb", [](const GPT2BlockImpl& b) { return b.mlp->c_fc->bias; }},
+    {"fcprojw", [](const GPT2BlockImpl& b) { return b.mlp->c_proj->weight; }},
+    {"fcprojb", [](const GPT2BlockImpl& b) { return b.mlp->c_proj->bias; }},
+};
+
+}  // namespace
+
+std::vector<std::pair<std::string, Tensor>> GPT2Impl::llmc_tensors(bool gradients) const {
+  NoGradGuard no_grad;
+  std::vector<std::pair<std::string, Tensor>> out;
+  // A parameter, or its grad.
+  auto value = [&](std::string_view name, const Tensor& param) {
+    if (!gradients) return param;
+    if (!param.grad().defined())
+      throw Error("GPT2.llmc_tensors", concat("a parameter of \"", name, "\" has no gradient (run backward first)"));
+    return param.grad();
+  };
+  auto put = [&](std::string_view name, const Tensor& t) { out.emplace_back(name, t.to(kFloat32).to(Device::cpu()).clone()); };
+  put("wte", value("wte", wte->weight));
+  put("wpe", value("wpe", wpe->weight));
+  for (const auto& [name, pick] : kLayerTensors) {
+    TensorList per_layer;
+    for (const auto& block : h) per_layer.push_back(value(name, pick(*block)));
+    put(name, stack(per_layer, 0));
+  }
+  put("lnfw", value("lnfw", ln_f->weight));
+  put("lnfb", value("lnfb", ln_f->bias));
+  return out;
+}
+
+void GPT2Impl::load_llmc_tensors(const std::vector<std::pair<std::string, Tensor>>& tensors) {
+  NoGradGuard no_grad;
+  const std::string op = "GPT2.load_llmc_tensors";
+  const auto expected = llmc_tensors();  // names, order and shapes
+  if (tensors.size() != expected.size())
+    throw Error(op, concat("expected ", expected.size(), " tensors, got ", tensors.size()));
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    const auto& [name, value] = tensors[i];
+    if (name != expected[i].first)
+      throw Error(op, concat("tensor ", i, " should be \"", expected[i].first, "\", got \"", name, "\""));
+    if (value.shape() != expected[i].second.shape())
+      throw ShapeError(op, concat("\"", name, "\" should have shape ", expected[i].second.shape(), ", got ", value.shape()));
+  }
+  auto copy = [](Tensor param, const Tensor& value) { param.copy_(value); };
+  copy(wte->weight, tensors[0].second);
+  copy(wpe->weight, tensors[1].second);
+  for (std::size_t k = 0; k < std::size(kLayerTensors); ++k)
+    for (std::size_t l = 0; l < h.size(); ++l)
+      copy(kLayerTensors[k].second(*h[l]), tensors[2 + k].second.select(0, static_cast<std::int64_t>(l)));
+  copy(ln_f->weight, tensors[tensors.size() - 2].second);
+  copy(ln_f->bias, tensors.back().second);
+}
+
+std::string GPT2Impl::extra_repr() const {
+  return concat("max_seq_len=", config.max_seq_len, ", vocab_size=", config.vocab_size,
+                ", padded_vocab_size=", config.padded_vocab_size, ", num_layers=", config.num_layers,
+                ", num_heads=", config.num_heads, ", channels=", config.channels);
+}
+
+}  // namespace infini::nn

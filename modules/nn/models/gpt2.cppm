@@ -1,0 +1,120 @@
+// GPT-2 (Radford et al. 2019), as llm.c and nanoGPT build it: token and position
+// embeddings, L pre-LayerNorm blocks of causal self-attention and a GELU (tanh) MLP, a final
+// LayerNorm and an LM head tied to the token embedding. The vocabulary is padded to a
+// multiple of 128 rows (Vp) for speed; the padded rows stay zero and the loss ignores them.
+// Parameter names are nanoGPT's / Hugging Face's ("h.0.attn.c_attn.weight", ...).
+//
+//   nn::GPT2 model(nn::GPT2Config::from_name("d12"));
+//   Tensor logits = model(idx);                  // idx (B, T) int64 -> (B, T, Vp)
+//   Tensor loss = model->loss(logits, targets);  // mean cross-entropy over the first V logits
+module;
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+export module infini.nn:gpt2;
+import infini.autograd;
+import :module_base;
+import :containers;
+import :linear;
+import :embedding;
+import :normalization;
+
+export namespace infini::nn {
+
+struct GPT2Config {
+  std::int64_t max_seq_len = 1024;         // maxT: positions of wpe
+  std::int64_t vocab_size = 50257;         // V
+  std::int64_t padded_vocab_size = 50304;  // Vp >= V: rows of wte
+  std::int64_t num_layers = 12;            // L
+  std::int64_t num_heads = 12;             // NH
+  std::int64_t channels = 768;             // C, a multiple of NH
+
+  // llm.c's model names: "d12" (124M), "d24" (350M), "d36" (774M), "d48" (1558M), with
+  // GPT-2's vocabulary padded to 50304 and maxT 1024. Error for another name.
+  static GPT2Config from_name(std::string_view name);
+  // Error naming the field unless every size is >= 1, Vp >= V and C % NH == 0.
+  void validate() const;
+  bool operator==(const GPT2Config&) const = default;
+};
+
+// x (B, T, C) -> (B, T, C): multi-head causal self-attention, heads of C / NH channels.
+class CausalSelfAttentionImpl : public Cloneable<CausalSelfAttentionImpl> {
+ public:
+  CausalSelfAttentionImpl(std::int64_t channels, std::int64_t num_heads);
+  void reset() override;
+  Tensor forward(const Tensor& x) override;
+
+  std::int64_t channels, num_heads;
+  std::shared_ptr<LinearImpl> c_attn;  // C -> 3C: q, k, v side by side
+  std::shared_ptr<LinearImpl> c_proj;  // C -> C
+};
+using CausalSelfAttention = ModuleHolder<CausalSelfAttentionImpl>;
+
+// x (B, T, C) -> (B, T, C): c_proj(gelu_tanh(c_fc(x))), hidden 4C.
+class GPT2MLPImpl : public Cloneable<GPT2MLPImpl> {
+ public:
+  explicit GPT2MLPImpl(std::int64_t channels);
+  void reset() override;
+  Tensor forward(const Tensor& x) override;
+
+  std::int64_t channels;
+  std::shared_ptr<LinearImpl> c_fc;    // C -> 4C
+  std::shared_ptr<LinearImpl> c_proj;  // 4C -> C
+};
+using GPT2MLP = ModuleHolder<GPT2MLPImpl>;
+
+// x + attn(ln_1(x)), then x + mlp(ln_2(x)).
+class GPT2BlockImpl : public Cloneable<GPT2BlockImpl> {
+ public:
+  GPT2BlockImpl(std::int64_t channels, std::int64_t num_heads);
+  void reset() override;
+  Tensor forward(const Tensor& x) override;
+
+  std::int64_t channels, num_heads;
+  std::shared_ptr<LayerNormImpl> ln_1;
+  std::shared_ptr<CausalSelfAttentionImpl> attn;
+  std::shared_ptr<LayerNormImpl> ln_2;
+  std::shared_ptr<GPT2MLPImpl> mlp;
+};
+using GPT2Block = ModuleHolder<GPT2BlockImpl>;
+
+class GPT2Impl : public Cloneable<GPT2Impl> {
+ public:
+  explicit GPT2Impl(GPT2Config config);
+  void reset() override;
+  // llm.c's initialisation: weights of linear layers and embeddings ~ N(0, 0.02), the two
+  // residual projections (attn.c_proj, mlp.c_proj) ~ N(0, 0.02 / sqrt(2 L)), biases 0,
+  // LayerNorms 1 and 0; wte's padded rows 0. Draws from `generator` (default: the global one).
+  void reset_parameters(Generator* generator = nullptr);
+
+  // idx (B, T) int64 token ids < V, T <= maxT -> logits (B, T, Vp).
+  Tensor forward(const Tensor& idx) override;
+  // Mean cross-entropy of logits (B, T, Vp) against targets (B, T) over the first V
+  // columns only (the padded ones are excluded from the softmax).
+  Tensor loss(const Tensor& logits, const Tensor& targets) const;
+
+  // The parameters in llm.c's checkpoint order, names and shapes (per-layer tensors stacked
+  // along a new dim 0): wte (Vp,C), wpe (maxT,C), ln1w (L,C), ln1b, qkvw (L,3C,C), qkvb (L,3C),
+  // attprojw (L,C,C), attprojb (L,C), ln2w, ln2b, fcw (L,4C,C), fcb (L,4C), fcprojw (L,C,4C),
+  // fcprojb (L,C), lnfw (C), lnfb (C). New float32 CPU tensors. With `gradients`, the
+  // parameters' grads in the same layout instead (Error naming a parameter without one).
+  std::vector<std::pair<std::string, Tensor>> llmc_tensors(bool gradients = false) const;
+  // Copies tensors of exactly that list (names, order and shapes: ShapeError / Error
+  // naming the tensor otherwise) into the parameters.
+  void load_llmc_tensors(const std::vector<std::pair<std::string, Tensor>>& tensors);
+
+  const GPT2Config config;
+  std::shared_ptr<EmbeddingImpl> wte;  // (Vp, C), also the LM head
+  std::shared_ptr<EmbeddingImpl> wpe;  // (maxT, C)
+  std::vector<std::shared_ptr<GPT2BlockImpl>> h;  // children "h.0" ... "h.<L-1>" (a ModuleList "h")
+  std::shared_ptr<LayerNormImpl> ln_f;
+
+ protected:
+  std::string extra_repr() const override;
+};
+using GPT2 = ModuleHolder<GPT2Impl>;
+
+}  // namespace infini::nn

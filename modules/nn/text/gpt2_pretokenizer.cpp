@@ -1,0 +1,87 @@
+// GPT-2's pre-tokenizer regex with PCRE2 (UTF + UCP: \p{L}, \p{N} are Unicode categories).
+// \s is spelled out as the 25 characters of Unicode's White_Space, which is what Python's regex
+// module (OpenAI's encoder.py) and tiktoken match; PCRE2's own \s also matches U+180E.
+// PCRE2_MATCH_INVALID_UTF lets the pattern run over any bytes: a byte sequence that is not
+// valid UTF-8 is never part of a match, so the runs between matches are exactly the invalid
+// bytes (every valid character is matched by one of the alternatives).
+module;
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+module infini.nn;
+
+#if !defined(PCRE2_MATCH_INVALID_UTF)
+#error "PCRE2 >= 10.34 is needed (PCRE2_MATCH_INVALID_UTF)"
+#endif
+
+namespace infini::text::detail {
+namespace {
+
+// Unicode White_Space, for use inside a character class.
+constexpr std::string_view kSpace =
+    R"(\t-\r \x{85}\x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000})";
+
+// 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
+std::string pattern() {
+  const std::string s(kSpace);
+  return R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^)" + s + R"(\p{L}\p{N}]+|[)" + s + "]+(?![^" + s + "])|[" + s +
+         "]+";
+}
+
+std::string pcre2_message(int code) {
+  PCRE2_UCHAR buffer[256];
+  return pcre2_get_error_message(code, buffer, sizeof buffer) < 0 ? "error " + std::to_string(code)
+                                                                  : reinterpret_cast<const char*>(buffer);
+}
+
+struct MatchDataFree {
+  void operator()(pcre2_match_data* data) const { pcre2_match_data_free(data); }
+};
+
+}  // namespace
+
+struct Pretokenizer::Impl {
+  pcre2_code* code = nullptr;
+  ~Impl() { pcre2_code_free(code); }
+};
+
+Pretokenizer::Pretokenizer() : impl_(std::make_unique<Impl>()) {
+  const std::string source = pattern();
+  int error = 0;
+  PCRE2_SIZE offset = 0;
+  impl_->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(source.data()), source.size(),
+                              PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF, &error, &offset, nullptr);
+  if (!impl_->code)
+    throw Error("GPT2Tokenizer", concat("PCRE2 rejects the pre-tokenizer pattern at offset ", offset, ": ",
+                                        pcre2_message(error)));
+  pcre2_jit_compile(impl_->code, PCRE2_JIT_COMPLETE);  // no JIT on this platform: pcre2_match interprets
+}
+
+Pretokenizer::~Pretokenizer() = default;
+
+void Pretokenizer::split(const char* op, std::string_view text,
+                         const std::function<void(std::string_view)>& piece) const {
+  const std::unique_ptr<pcre2_match_data, MatchDataFree> match(pcre2_match_data_create_from_pattern(impl_->code, nullptr));
+  if (!match) throw Error(op, "PCRE2 cannot allocate its match data (out of memory)");
+  const auto subject = reinterpret_cast<PCRE2_SPTR>(text.data());
+  std::size_t at = 0;
+  while (at < text.size()) {
+    const int rc = pcre2_match(impl_->code, subject, text.size(), at, 0, match.get(), nullptr);
+    if (rc == PCRE2_ERROR_NOMATCH) {
+      piece(text.substr(at));  // invalid UTF-8 up to the end
+      return;
+    }
+    if (rc < 0) throw Error(op, concat("PCRE2 failed to match at byte ", at, " of ", text.size(), ": ", pcre2_message(rc)));
+    const PCRE2_SIZE* range = pcre2_get_ovector_pointer(match.get());
+    if (range[0] > at) piece(text.substr(at, range[0] - at));  // invalid UTF-8 before the match
+    piece(text.substr(range[0], range[1] - range[0]));       // never empty: every alternative takes a character
+    at = range[1];
+  }
+}
+
+}  // namespace infini::text::detail

