@@ -28,6 +28,7 @@ export import :atomic_file;
 export import :safetensors;
 export import :checkpoint;
 export import :gpt2;
+export import :llama3;
 export import :state_entries;
 export import :optimizer;
 export import :fused_update;

@@ -17,6 +17,8 @@
 #include <vector>
 #include <unistd.h>
 
+#include "data_test_util.h"
+
 import infini.nn;
 
 namespace infini::llmc::test {
@@ -53,19 +55,7 @@ inline void write_file(const fs::path& path, const Bytes& bytes) {
   out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
 }
 
-// Expects call() to throw an E (or subclass) from `op` whose message contains every part.
-template <class E, class Call>
-void expect_error(Call&& call, const std::string& op, const std::vector<std::string>& parts) {
-  try {
-    call();
-    ADD_FAILURE() << "expected an error from " << op;
-  } catch (const Error& e) {
-    EXPECT_NE(dynamic_cast<const E*>(&e), nullptr) << "wrong error type: " << e.what();
-    EXPECT_EQ(e.op(), op) << e.what();
-    for (const std::string& part : parts)
-      EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << "'" << part << "' not in: " << e.what();
-  }
-}
+using data::test::expect_error;
 
 // A fresh directory per test, removed afterwards.
 class LlmcFileTest : public ::testing::Test {

@@ -78,4 +78,10 @@ void check_tensors(std::string_view op, const std::vector<std::pair<std::string,
 // Appends each tensor's values converted to `dtype` (float32 or bfloat16), C order.
 void write_tensors(io::FileSink& out, const std::vector<std::pair<std::string, Tensor>>& tensors, DataType dtype);
 
+// Writes a checkpoint atomically: `header` with header[1] set to dtype's version, then the
+// tensors converted to `dtype`, after checking them against `layout` (check_tensors) and the
+// payload's size (payload_bytes), so a refused write leaves the file as it was.
+void write_checkpoint(const std::filesystem::path& path, Header header, const TensorLayout& layout,
+                      const std::vector<std::pair<std::string, Tensor>>& tensors, DataType dtype, const FileError& source);
+
 }  // namespace infini::llmc::detail

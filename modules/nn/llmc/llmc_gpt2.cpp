@@ -69,21 +69,14 @@ void write_gpt2_checkpoint(const std::filesystem::path& path, const GPT2Checkpoi
   const GPT2Config& c = checkpoint.config;
   Header header{};
   header[0] = kMagic;
-  header[1] = detail::checkpoint_version(source.op, dtype);
   check_config(c, source);
-  const detail::TensorLayout layout = gpt2_layout(c);
-  detail::payload_bytes(layout, itemsize(dtype), source);
-  detail::check_tensors(source.op, checkpoint.tensors, layout);
   header[2] = static_cast<std::int32_t>(c.max_seq_len);
   header[3] = static_cast<std::int32_t>(c.vocab_size);
   header[4] = static_cast<std::int32_t>(c.num_layers);
   header[5] = static_cast<std::int32_t>(c.num_heads);
   header[6] = static_cast<std::int32_t>(c.channels);
   header[7] = static_cast<std::int32_t>(c.padded_vocab_size);
-  io::write_file_atomically(path, [&](io::FileSink& out) {
-    detail::write_header(out, header);
-    detail::write_tensors(out, checkpoint.tensors, dtype);
-  });
+  detail::write_checkpoint(path, header, gpt2_layout(c), checkpoint.tensors, dtype, source);
 }
 
 }  // namespace infini::llmc

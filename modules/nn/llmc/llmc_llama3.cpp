@@ -102,11 +102,7 @@ void write_llama3_checkpoint(const std::filesystem::path& path, const LLaMA3Chec
   const LLaMA3Config& c = checkpoint.config;
   Header header{};
   header[0] = kMagic;
-  header[1] = detail::checkpoint_version(source.op, dtype);
   check_config(c, source);
-  const detail::TensorLayout layout = llama3_layout(c);
-  detail::payload_bytes(layout, itemsize(dtype), source);
-  detail::check_tensors(source.op, checkpoint.tensors, layout);
   header[2] = static_cast<std::int32_t>(c.max_seq_len);
   header[3] = static_cast<std::int32_t>(c.vocab_size);
   header[4] = static_cast<std::int32_t>(c.num_layers);
@@ -121,10 +117,7 @@ void write_llama3_checkpoint(const std::filesystem::path& path, const LLaMA3Chec
   header[13] = static_cast<std::int32_t>(c.max_gen_batch_size);
   header[14] = c.version_major;
   header[15] = c.version_minor;
-  io::write_file_atomically(path, [&](io::FileSink& out) {
-    detail::write_header(out, header);
-    detail::write_tensors(out, checkpoint.tensors, dtype);
-  });
+  detail::write_checkpoint(path, header, llama3_layout(c), checkpoint.tensors, dtype, source);
 }
 
 }  // namespace infini::llmc

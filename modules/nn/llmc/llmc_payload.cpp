@@ -4,6 +4,7 @@ module;
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <span>
 #include <string>
 #include <string_view>
@@ -97,6 +98,17 @@ void write_tensors(io::FileSink& out, const std::vector<std::pair<std::string, T
     const Tensor stored = tensor.to(Device::cpu(), dtype).contiguous();
     out.write(std::span(static_cast<const std::byte*>(stored.data_ptr()), static_cast<std::size_t>(stored.nbytes())));
   }
+}
+
+void write_checkpoint(const std::filesystem::path& path, Header header, const TensorLayout& layout,
+                      const std::vector<std::pair<std::string, Tensor>>& tensors, DataType dtype, const FileError& source) {
+  header[1] = checkpoint_version(source.op, dtype);
+  payload_bytes(layout, infini::itemsize(dtype), source);
+  check_tensors(source.op, tensors, layout);
+  io::write_file_atomically(path, [&](io::FileSink& out) {
+    write_header(out, header);
+    write_tensors(out, tensors, dtype);
+  });
 }
 
 }  // namespace infini::llmc::detail

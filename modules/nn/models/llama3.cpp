@@ -1,0 +1,346 @@
+// LLaMA-3's layers, RoPE tables, initialisation and checkpoint layout (see llama3.cppm).
+module;
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <numbers>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+module infini.nn;
+
+namespace infini::nn {
+
+LLaMA3Config LLaMA3Config::from_name(std::string_view name) {
+  struct Size {
+    std::int64_t layers, heads, channels;
+    float ffn_dim_multiplier;
+    std::int64_t multiple_of;
+  };
+  static const std::map<std::string_view, Size> sizes = {{"llama3_1B", {16, 32, 2048, 1.5f, 256}},
+                                                         {"llama3_3B", {28, 24, 3072, 1.0f, 256}},
+                                                         {"llama3_8B", {32, 32, 4096, 1.3f, 1024}}};
+  const auto it = sizes.find(name);
+  if (it == sizes.end())
+    throw Error("LLaMA3Config.from_name",
+                concat("unknown model \"", name, "\" (expected llama3_1B, llama3_3B or llama3_8B)"));
+  const Size& s = it->second;
+  return {.max_seq_len = 8192, .vocab_size = 128256, .num_layers = s.layers, .num_heads = s.heads, .num_kv_heads = 8,
+          .channels = s.channels, .ffn_dim_multiplier = s.ffn_dim_multiplier, .multiple_of = s.multiple_of,
+          .norm_eps = 1e-5f, .rope_theta = 500000.0f, .use_scaled_rope = true};
+}
+
+LLaMA3Config LLaMA3Config::from_llmc(const llmc::LLaMA3Config& c) {
+  return {.max_seq_len = c.max_seq_len, .vocab_size = c.vocab_size, .num_layers = c.num_layers,
+          .num_heads = c.num_heads, .num_kv_heads = c.num_kv_heads, .channels = c.channels,
+          .ffn_dim_multiplier = c.ffn_dim_multiplier, .multiple_of = c.multiple_of, .norm_eps = c.norm_eps,
+          .rope_theta = c.rope_theta, .use_scaled_rope = c.use_scaled_rope};
+}
+
+llmc::LLaMA3Config LLaMA3Config::to_llmc() const {
+  return {.max_seq_len = max_seq_len, .vocab_size = vocab_size, .num_layers = num_layers, .num_heads = num_heads,
+          .num_kv_heads = num_kv_heads, .channels = channels, .ffn_dim_multiplier = ffn_dim_multiplier,
+          .multiple_of = multiple_of, .norm_eps = norm_eps, .rope_theta = rope_theta,
+          .use_scaled_rope = use_scaled_rope};
+}
+
+std::int64_t LLaMA3Config::ffn_hidden_dim() const { return llmc::llama3_ffn_hidden_dim(to_llmc()); }
+
+void LLaMA3Config::validate() const {
+  const std::pair<const char*, std::int64_t> sizes[] = {
+      {"max_seq_len", max_seq_len}, {"vocab_size", vocab_size}, {"num_layers", num_layers},
+      {"num_heads", num_heads},     {"num_kv_heads", num_kv_heads}, {"channels", channels},
+      {"multiple_of", multiple_of}};
+  for (const auto& [field, value] : sizes)
+    if (value < 1) throw Error("LLaMA3Config", concat(field, " must be >= 1, got ", value));
+  if (channels % num_heads != 0)
+    throw Error("LLaMA3Config", concat("channels ", channels, " is not a multiple of num_heads ", num_heads));
+  if (num_heads % num_kv_heads != 0)
+    throw Error("LLaMA3Config", concat("num_heads ", num_heads, " is not a multiple of num_kv_heads ", num_kv_heads));
+  if (head_dim() % 2 != 0)
+    throw Error("LLaMA3Config", concat("the head dim channels / num_heads = ", head_dim(),
+                                       " must be even (RoPE rotates pairs of channels)"));
+  if (ffn_dim_multiplier != 0 && !(ffn_dim_multiplier >= 0.01f && ffn_dim_multiplier <= 100.0f))
+    throw Error("LLaMA3Config", concat("ffn_dim_multiplier must be 0 (none) or in [0.01, 100], got ", ffn_dim_multiplier));
+  if (!(std::isfinite(norm_eps) && norm_eps > 0))
+    throw Error("LLaMA3Config", concat("norm_eps must be finite and > 0, got ", norm_eps));
+  if (!(std::isfinite(rope_theta) && rope_theta > 0))
+    throw Error("LLaMA3Config", concat("rope_theta must be finite and > 0, got ", rope_theta));
+  if (ffn_hidden_dim() < 1)
+    throw Error("LLaMA3Config", concat("the MLP hidden size is ", ffn_hidden_dim(), " (channels ", channels,
+                                       ", ffn_dim_multiplier ", ffn_dim_multiplier, ")"));
+}
+
+namespace {
+
+// theta^(-2i/hd) for i < hd/2, then (use_scaled) LLaMA-3.1's apply_scaling.
+std::vector<double> rope_inverse_frequencies(std::int64_t head_dim, double theta, bool use_scaled) {
+  constexpr double kScaleFactor = 8, kLowFreqFactor = 1, kHighFreqFactor = 4, kOriginalContext = 8192;
+  constexpr double kLowFreqWavelen = kOriginalContext / kLowFreqFactor;    // longer: divided by 8
+  constexpr double kHighFreqWavelen = kOriginalContext / kHighFreqFactor;  // shorter: kept
+  std::vector<double> freq(static_cast<std::size_t>(head_dim / 2));
+  for (std::size_t i = 0; i < freq.size(); ++i) {
+    double f = 1.0 / std::pow(theta, static_cast<double>(2 * i) / static_cast<double>(head_dim));
+    if (use_scaled) {
+      const double wavelen = 2 * std::numbers::pi / f;
+      if (wavelen > kLowFreqWavelen) {
+        f /= kScaleFactor;
+      } else if (wavelen >= kHighFreqWavelen) {
+        const double smooth = (kOriginalContext / wavelen - kLowFreqFactor) / (kHighFreqFactor - kLowFreqFactor);
+        f = (1 - smooth) * f / kScaleFactor + smooth * f;
+      }
+    }
+    freq[i] = f;
+  }
+  return freq;
+}
+
+std::int64_t checked_head_dim(std::int64_t head_dim, std::int64_t max_seq_len) {
+  if (head_dim < 2 || head_dim % 2 != 0 || max_seq_len < 1)
+    throw ShapeError("LLaMA3RopeTable", concat("head_dim ", head_dim, " must be positive and even, max_seq_len ",
+                                               max_seq_len, " positive"));
+  return head_dim;
+}
+
+}  // namespace
+
+LLaMA3RopeTable::LLaMA3RopeTable(std::int64_t head_dim, std::int64_t max_seq_len, double theta, bool use_scaled)
+    : head_dim(checked_head_dim(head_dim, max_seq_len)),
+      max_seq_len(max_seq_len),
+      inverse_frequencies(rope_inverse_frequencies(head_dim, theta, use_scaled)) {
+  const std::int64_t half = head_dim / 2;
+  std::vector<double> c(static_cast<std::size_t>(max_seq_len * half)), s(c.size());
+  for (std::int64_t t = 0; t < max_seq_len; ++t)
+    for (std::int64_t i = 0; i < half; ++i) {
+      const double angle = static_cast<double>(t) * inverse_frequencies[static_cast<std::size_t>(i)];
+      c[static_cast<std::size_t>(t * half + i)] = std::cos(angle);
+      s[static_cast<std::size_t>(t * half + i)] = std::sin(angle);
+    }
+  cos_ = from_vector(c, {max_seq_len, half}, {.dtype = kFloat64});
+  sin_ = from_vector(s, {max_seq_len, half}, {.dtype = kFloat64});
+}
+
+std::pair<Tensor, Tensor> LLaMA3RopeTable::get(std::int64_t T, DataType dtype, Device device) const {
+  if (T < 0 || T > max_seq_len)
+    throw ShapeError("LLaMA3RopeTable", concat("sequence length ", T, " exceeds the table's ", max_seq_len, " positions"));
+  std::lock_guard lock(mutex_);
+  const Converted* hit = nullptr;
+  for (const Converted& c : converted_)
+    if (c.dtype == dtype && c.device == device) hit = &c;
+  if (!hit) {
+    NoGradGuard no_grad;
+    converted_.push_back({dtype, device, cos_.to(device, dtype), sin_.to(device, dtype)});
+    hit = &converted_.back();
+  }
+  return {hit->cos.narrow(0, 0, T), hit->sin.narrow(0, 0, T)};
+}
+
+LLaMA3AttentionImpl::LLaMA3AttentionImpl(std::int64_t channels, std::int64_t num_heads, std::int64_t num_kv_heads,
+                                         std::shared_ptr<const LLaMA3RopeTable> rope_table)
+    : Cloneable("LLaMA3Attention"),
+      channels(channels),
+      num_heads(num_heads),
+      num_kv_heads(num_kv_heads),
+      rope_table(std::move(rope_table)) {
+  if (channels < 1 || num_heads < 1 || num_kv_heads < 1 || channels % num_heads != 0 || num_heads % num_kv_heads != 0)
+    throw ShapeError(type_name(), concat("channels ", channels, " must be a positive multiple of num_heads ", num_heads,
+                                         ", and num_heads a multiple of num_kv_heads ", num_kv_heads));
+  if (!this->rope_table || this->rope_table->head_dim != channels / num_heads)
+    throw ShapeError(type_name(), concat("expected a RoPE table of head dim ", channels / num_heads));
+  reset();
+}
+
+void LLaMA3AttentionImpl::reset() {
+  const std::int64_t head = channels / num_heads;
+  c_attn = register_module("c_attn", std::make_shared<LinearImpl>(channels, (num_heads + 2 * num_kv_heads) * head,
+                                                                  /*bias=*/false));
+  c_proj = register_module("c_proj", std::make_shared<LinearImpl>(channels, channels, /*bias=*/false));
+}
+
+Tensor LLaMA3AttentionImpl::forward(const Tensor& x) {
+  if (x.dim() != 3 || x.size(2) != channels)
+    throw ShapeError(type_name(), concat("expected x (B, T, ", channels, "), got ", x.shape()));
+  const std::int64_t B = x.size(0), T = x.size(1), head = channels / num_heads;
+  const Tensor qkv = (*c_attn)(x);  // (B, T, (NH + 2 KV) hd)
+  // `count` heads starting at head `first` of qkv -> (B, count, T, hd)
+  auto heads = [&](std::int64_t first, std::int64_t count) {
+    return qkv.slice(2, first * head, (first + count) * head).view({B, T, count, head}).transpose(1, 2);
+  };
+  const auto [cos, sin] = rope_table->get(T, x.dtype(), x.device());  // (T, hd/2)
+  const Tensor q = rope(heads(0, num_heads), cos, sin);
+  const Tensor k = rope(heads(num_heads, num_kv_heads), cos, sin);
+  const Tensor v = heads(num_heads + num_kv_heads, num_kv_heads);
+  const Tensor y = scaled_dot_product_attention(q, k, v, {}, 0.0, /*is_causal=*/true);  // (B, NH, T, hd)
+  return (*c_proj)(y.transpose(1, 2).reshape({B, T, channels}));
+}
+
+LLaMA3MLPImpl::LLaMA3MLPImpl(std::int64_t channels, std::int64_t hidden)
+    : Cloneable("LLaMA3MLP"), channels(channels), hidden(hidden) {
+  if (channels < 1 || hidden < 1)
+    throw ShapeError(type_name(), concat("channels ", channels, " and hidden ", hidden, " must be >= 1"));
+  reset();
+}
+
+void LLaMA3MLPImpl::reset() {
+  c_fc = register_module("c_fc", std::make_shared<LinearImpl>(channels, hidden, /*bias=*/false));
+  c_fc2 = register_module("c_fc2", std::make_shared<LinearImpl>(channels, hidden, /*bias=*/false));
+  c_proj = register_module("c_proj", std::make_shared<LinearImpl>(hidden, channels, /*bias=*/false));
+}
+
+Tensor LLaMA3MLPImpl::forward(const Tensor& x) {
+  return (*c_proj)(silu_and_mul((*c_fc2)(x), (*c_fc)(x)));
+}
+
+LLaMA3BlockImpl::LLaMA3BlockImpl(const LLaMA3Config& config, std::shared_ptr<const LLaMA3RopeTable> rope_table)
+    : Cloneable("LLaMA3Block"), config(config), rope_table(std::move(rope_table)) {
+  config.validate();
+  reset();
+}
+
+void LLaMA3BlockImpl::reset() {
+  const std::int64_t C = config.channels;
+  const RMSNormOptions norm{.eps = static_cast<double>(config.norm_eps)};
+  ln_1 = register_module("ln_1", std::make_shared<RMSNormImpl>(C, norm));
+  attn = register_module("attn", std::make_shared<LLaMA3AttentionImpl>(C, config.num_heads, config.num_kv_heads,
+                                                                       rope_table));
+  ln_2 = register_module("ln_2", std::make_shared<RMSNormImpl>(C, norm));
+  mlp = register_module("mlp", std::make_shared<LLaMA3MLPImpl>(C, config.ffn_hidden_dim()));
+}
+
+Tensor LLaMA3BlockImpl::forward(const Tensor& x) {
+  const Tensor x1 = add(x, (*attn)((*ln_1)(x)));
+  return add(x1, (*mlp)((*ln_2)(x1)));
+}
+
+LLaMA3Impl::LLaMA3Impl(LLaMA3Config config) : Cloneable("LLaMA3"), config(config) {
+  config.validate();
+  reset();
+}
+
+void LLaMA3Impl::reset() {
+  const std::int64_t C = config.channels;
+  rope_table = std::make_shared<const LLaMA3RopeTable>(config.head_dim(), config.max_seq_len, config.rope_theta,
+                                                       config.use_scaled_rope);
+  wte = register_module("wte", std::make_shared<EmbeddingImpl>(config.vocab_size, C));
+  h.clear();
+  auto blocks = std::make_shared<ModuleListImpl>();
+  for (std::int64_t l = 0; l < config.num_layers; ++l) {
+    h.push_back(std::make_shared<LLaMA3BlockImpl>(config, rope_table));
+    blocks->push_back(h.back());
+  }
+  register_module("h", blocks);
+  const RMSNormOptions norm{.eps = static_cast<double>(config.norm_eps)};
+  ln_f = register_module("ln_f", std::make_shared<RMSNormImpl>(C, norm));
+  lm_head = register_module("lm_head", std::make_shared<LinearImpl>(C, config.vocab_size, /*bias=*/false));
+  reset_parameters();
+}
+
+void LLaMA3Impl::reset_parameters(Generator* generator) {
+  NoGradGuard no_grad;
+  auto normal = [&](const Tensor& weight) { init::normal_(weight, 0.0, 0.02, generator); };
+  normal(wte->weight);
+  for (const auto& block : h) {
+    init::ones_(block->ln_1->weight);
+    normal(block->attn->c_attn->weight);
+    normal(block->attn->c_proj->weight);
+    init::ones_(block->ln_2->weight);
+    normal(block->mlp->c_fc->weight);
+    normal(block->mlp->c_fc2->weight);
+    normal(block->mlp->c_proj->weight);
+  }
+  init::ones_(ln_f->weight);
+  normal(lm_head->weight);
+}
+
+Tensor LLaMA3Impl::forward(const Tensor& idx) {
+  if (idx.dim() != 2 || idx.dtype() != kInt64)
+    throw ShapeError(type_name(), concat("expected idx (B, T) int64, got ", idx.dtype(), " ", idx.shape()));
+  if (idx.size(1) > config.max_seq_len)
+    throw ShapeError(type_name(), concat("sequence length ", idx.size(1), " exceeds max_seq_len ", config.max_seq_len));
+  Tensor x = (*wte)(idx);  // (B, T, C)
+  for (const auto& block : h) x = (*block)(x);
+  return (*lm_head)((*ln_f)(x));  // (B, T, V)
+}
+
+Tensor LLaMA3Impl::loss(const Tensor& logits, const Tensor& targets) const {
+  const std::int64_t V = config.vocab_size;
+  if (logits.dim() != 3 || logits.size(2) != V || targets.dim() != 2 || targets.size(0) != logits.size(0) ||
+      targets.size(1) != logits.size(1))
+    throw ShapeError("LLaMA3.loss", concat("expected logits (B, T, ", V, ") and targets (B, T), got ", logits.shape(),
+                                           " and ", targets.shape()));
+  return cross_entropy(logits.reshape({-1, V}), targets.reshape({-1}));
+}
+
+namespace {
+
+// The per-layer parameters in the checkpoint's order (after wte).
+constexpr std::pair<std::string_view, Tensor (*)(const LLaMA3BlockImpl&)> kLayerTensors[] = {
+    {"ln1w", [](const LLaMA3BlockImpl& b) { return b.ln_1->weight; }},
+    {"qkvw", [](const LLaMA3BlockImpl& b) { return b.attn->c_attn->weight; }},
+    {"attprojw", [](const LLaMA3BlockImpl& b) { return b.attn->c_proj->weight; }},
+    {"ln2w", [](const LLaMA3BlockImpl& b) { return b.ln_2->weight; }},
+    {"fcw", [](const LLaMA3BlockImpl& b) { return b.mlp->c_fc->weight; }},
+    {"fc2w", [](const LLaMA3BlockImpl& b) { return b.mlp->c_fc2->weight; }},
+    {"fcprojw", [](const LLaMA3BlockImpl& b) { return b.mlp->c_proj->weight; }},
+};
+
+}  // namespace
+
+std::vector<std::pair<std::string, Tensor>> LLaMA3Impl::llmc_tensors(bool gradients) const {
+  NoGradGuard no_grad;
+  std::vector<std::pair<std::string, Tensor>> out;
+  // A parameter, or its grad.
+  auto value = [&](std::string_view name, const Tensor& param) {
+    if (!gradients) return param;
+    if (!param.grad().defined())
+      throw Error("LLaMA3.llmc_tensors", concat("a parameter of \"", name, "\" has no gradient (run backward first)"));
+    return param.grad();
+  };
+  auto put = [&](std::string_view name, const Tensor& t) {
+    out.emplace_back(name, t.to(kFloat32).to(Device::cpu()).clone());
+  };
+  put("wte", value("wte", wte->weight));
+  for (const auto& [name, pick] : kLayerTensors) {
+    TensorList per_layer;
+    for (const auto& block : h) per_layer.push_back(value(name, pick(*block)));
+    put(name, stack(per_layer, 0));
+  }
+  put("lnfw", value("lnfw", ln_f->weight));
+  put("wlmhead", value("wlmhead", lm_head->weight));
+  return out;
+}
+
+void LLaMA3Impl::load_llmc_tensors(const std::vector<std::pair<std::string, Tensor>>& tensors) {
+  NoGradGuard no_grad;
+  const std::string op = "LLaMA3.load_llmc_tensors";
+  const auto expected = llmc::llama3_layout(config.to_llmc());  // names, order and shapes
+  if (tensors.size() != expected.size())
+    throw Error(op, concat("expected ", expected.size(), " tensors, got ", tensors.size()));
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    const auto& [name, value] = tensors[i];
+    if (name != expected[i].first)
+      throw Error(op, concat("tensor ", i, " should be \"", expected[i].first, "\", got \"", name, "\""));
+    if (value.shape() != expected[i].second)
+      throw ShapeError(op, concat("\"", name, "\" should have shape ", expected[i].second, ", got ", value.shape()));
+  }
+  auto copy = [](Tensor param, const Tensor& value) { param.copy_(value); };
+  copy(wte->weight, tensors[0].second);
+  for (std::size_t k = 0; k < std::size(kLayerTensors); ++k)
+    for (std::size_t l = 0; l < h.size(); ++l)
+      copy(kLayerTensors[k].second(*h[l]), tensors[1 + k].second.select(0, static_cast<std::int64_t>(l)));
+  copy(ln_f->weight, tensors[tensors.size() - 2].second);
+  copy(lm_head->weight, tensors.back().second);
+}
+
+std::string LLaMA3Impl::extra_repr() const {
+  return concat("max_seq_len=", config.max_seq_len, ", vocab_size=", config.vocab_size,
+                ", num_layers=", config.num_layers, ", num_heads=", config.num_heads,
+                ", num_kv_heads=", config.num_kv_heads, ", channels=", config.channels,
+                ", ffn_hidden_dim=", config.ffn_hidden_dim(), ", norm_eps=", config.norm_eps,
+                ", rope_theta=", config.rope_theta, ", use_scaled_rope=", config.use_scaled_rope);
+}
+
+}  // namespace infini::nn

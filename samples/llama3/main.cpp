@@ -1,0 +1,87 @@
+// Trains LLaMA-3 on an llm.c token file, from random init or from an llm.c / InfiniTrain
+// LLaMA-3 checkpoint.
+//   build/release/bin/llama3 --model custom --num_layers 4 --num_heads 8 --num_kv_heads 2 --channels 256 \
+//       --max_seq_len 256 --vocab_size 50304 --input_bin train.bin --batch_size 4 --sequence_length 64 \
+//       --num_iteration 100 --learning_rate 3e-4 --metrics_out llama3.jsonl
+// Flags, output and metrics are the gpt2 sample's (samples/common/lm_trainer.h);
+// docs/user-guide.md ("Training LLaMA-3") lists the model flags.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <exception>
+#include <filesystem>
+#include <string>
+
+#include "../common/lm_trainer.h"
+
+import infini.nn;
+
+using namespace infini;
+
+namespace {
+
+struct ModelFlags {
+  std::string llmc_filepath;
+  std::string model = "llama3_1B";
+  nn::LLaMA3Config custom;  // llama3_1B's config, changed by the custom-model flags
+};
+
+// The model: a checkpoint's, a named size, or "custom" from the flags.
+nn::LLaMA3 make_model(const ModelFlags& f) {
+  if (!f.llmc_filepath.empty()) {
+    const llmc::LLaMA3Checkpoint checkpoint = llmc::read_llama3_checkpoint(f.llmc_filepath);
+    nn::LLaMA3 model(nn::LLaMA3Config::from_llmc(checkpoint.config));
+    model->load_llmc_tensors(checkpoint.tensors);
+    return model;
+  }
+  if (f.model != "custom") return nn::LLaMA3(nn::LLaMA3Config::from_name(f.model));
+  return nn::LLaMA3(f.custom);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ModelFlags m;
+  samples::TrainFlags f;
+  CLI::App app{"Trains LLaMA-3 (Meta's model, llm.c / InfiniTrain file formats) on CPU."};
+  app.add_option("--llmc_filepath", m.llmc_filepath, "start from this LLaMA-3 checkpoint (llm.c / InfiniTrain)");
+  app.add_option("--model", m.model, "llama3_1B, llama3_3B, llama3_8B (random init), or custom (llama3_1B changed by "
+                                     "--num_layers ...)")
+      ->check(CLI::IsMember({"llama3_1B", "llama3_3B", "llama3_8B", "custom"}));
+  nn::LLaMA3Config& c = m.custom;
+  app.add_option("--num_layers", c.num_layers, "custom model: layers")->capture_default_str();
+  app.add_option("--num_heads", c.num_heads, "custom model: query heads")->capture_default_str();
+  app.add_option("--num_kv_heads", c.num_kv_heads, "custom model: key/value heads")->capture_default_str();
+  app.add_option("--channels", c.channels, "custom model: channels")->capture_default_str();
+  app.add_option("--max_seq_len", c.max_seq_len, "custom model: positions")->capture_default_str();
+  app.add_option("--vocab_size", c.vocab_size, "custom model: vocabulary")->capture_default_str();
+  app.add_option("--ffn_dim_multiplier", c.ffn_dim_multiplier, "custom model: MLP size multiplier (0: none)")
+      ->capture_default_str();
+  app.add_option("--multiple_of", c.multiple_of, "custom model: MLP size rounded up to a multiple of this")
+      ->capture_default_str();
+  app.add_option("--norm_eps", c.norm_eps, "custom model: RMSNorm epsilon")->capture_default_str();
+  app.add_option("--rope_theta", c.rope_theta, "custom model: RoPE base")->capture_default_str();
+  app.add_option("--use_scaled_rope", c.use_scaled_rope, "custom model: LLaMA-3.1's RoPE scaling (0 or 1)")
+      ->capture_default_str();
+  samples::add_train_flags(app, f);
+  CLI11_PARSE(app, argc, argv);
+
+  try {
+    samples::prepare_run(f);
+    nn::LLaMA3 model = make_model(m);
+    samples::LanguageModel lm{
+        .module = model.ptr(),
+        .vocab_size = model->config.vocab_size,
+        .max_seq_len = model->config.max_seq_len,
+        .logits = [model](const Tensor& idx) { return model(idx); },
+        .loss = [model](const Tensor& logits, const Tensor& targets) { return model->loss(logits, targets); },
+        .export_llmc = [model](const std::filesystem::path& path) {
+          llmc::write_llama3_checkpoint(path, {.config = model->config.to_llmc(), .tensors = model->llmc_tensors()});
+        },
+        .llmc_name = "llama3.bin"};
+    return samples::train(lm, f);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "llama3: %s\n", e.what());
+    return 1;
+  }
+}
