@@ -178,7 +178,8 @@ int train(const LanguageModel& lm, const TrainFlags& f) {
   double total_ms = 0, last_loss = 0;
   std::int64_t timed_steps = 0;
   Generator sample_rng(f.seed);
-  for (std::int64_t step = state.step; step < f.num_iteration; ++step) {
+  const std::int64_t first_step = state.step;
+  for (std::int64_t step = first_step; step < f.num_iteration; ++step) {
     model.train();
     const auto start = Clock::now();
     optimizer->zero_grad();
@@ -204,7 +205,7 @@ int train(const LanguageModel& lm, const TrainFlags& f) {
     const double tokens_per_s = static_cast<double>(tokens_per_step) / (ms / 1000.0);
     const std::int64_t peak = memory_stats(Device::cpu()).peak_allocated_bytes;
     last_loss = loss_sum / static_cast<double>(micro_steps);
-    if (step > state.step || f.num_iteration - state.step == 1) {  // the first step warms caches up
+    if (step > first_step || f.num_iteration - first_step == 1) {  // the first step warms caches up
       total_ms += ms;
       ++timed_steps;
     }
