@@ -1,7 +1,8 @@
 // Matrix products in float32, reported as GFLOP/s (2*M*N*K per product): 1024^3, the
 // GPT-2 (124M) layer shapes M x K x N with M = B*T = 256 (qkv 768->2304, fc 768->3072,
 // proj 3072->768, lm head 768->50304), and the transposed operands linear uses: its forward
-// x @ W^T reads W (N,K) transposed, its weight gradient g^T @ x reads g (K,M) transposed.
+// x @ W^T reads W (N,K) transposed, its weight gradient g^T @ x reads g (K,M) transposed
+// (at the layer shapes and at the weight gradients' own shapes, whose depth is B*T).
 // Also linear with bias, a batch of small products (attention-sized) and float64, and
 // FmaPeak: the FP32 FMA peak of the same threads, measured now (on a shared VM it moves).
 // Repeated runs report mean, median and max; max is the best repetition's GFLOP/s.
@@ -118,10 +119,32 @@ void gpt2_shapes(benchmark::internal::Benchmark* b) {
   timed(b);
 }
 
+// The input gradients of those layers: (B*T, out) @ (out, in), W read row-major.
+void gpt2_input_gradient_shapes(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"M", "K", "N"});
+  b->Args({256, 2304, 768});
+  b->Args({256, 3072, 768});
+  b->Args({256, 768, 3072});
+  b->Args({256, 50304, 768});
+  timed(b);
+}
+
+// The weight gradients of those layers: (out, B*T) @ (B*T, in), a depth of only 256.
+void gpt2_weight_gradient_shapes(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"M", "K", "N"});
+  b->Args({2304, 256, 768});
+  b->Args({3072, 256, 768});
+  b->Args({768, 256, 3072});
+  b->Args({50304, 256, 768});
+  timed(b);
+}
+
 BENCHMARK(FmaPeak)->Apply(timed);
 BENCHMARK(Matmul)->Apply(gpt2_shapes);
+BENCHMARK(Matmul)->Apply(gpt2_input_gradient_shapes);
 BENCHMARK(MatmulTransposedB)->Apply(gpt2_shapes);
 BENCHMARK(MatmulTransposedA)->Apply(gpt2_shapes);
+BENCHMARK(MatmulTransposedA)->Apply(gpt2_weight_gradient_shapes);
 BENCHMARK(Linear)->ArgNames({"M", "K", "N"})->Args({256, 768, 2304})->Apply(timed);
 BENCHMARK(BmmSmall)->ArgNames({"B", "T", "D"})->Args({48, 64, 64})->Apply(timed);
 BENCHMARK(MatmulF64)->ArgNames({"M", "K", "N"})->Args({1024, 1024, 1024})->Apply(timed);

@@ -246,15 +246,19 @@ Tensor elu(const Tensor& x, double alpha) {
                   },
                   {.a = alpha});
 }
+// GELU's backward is one fused kernel, unless the gradient itself needs a graph
+// (create_graph): then it is composed of differentiable ops.
 Tensor gelu(const Tensor& x, GeluApproximation approximate) {
   if (approximate == GeluApproximation::None)
     return unary_fn("gelu", UnaryOp::GeluErf, x, Saves::Input, [](const Tensor& g, const Tensor& x, const Tensor&) {
+      if (!GradMode::is_enabled()) return kernels::binary(BinaryOp::GeluBackward, g, x);
       // Phi(x) + x phi(x)
       const Tensor cdf = mul(add(erf(mul(x, std::numbers::sqrt2 / 2)), 1.0), 0.5);
       const Tensor pdf = mul(exp(mul(mul(x, x), -0.5)), 0.5 * std::numbers::sqrt2 * std::numbers::inv_sqrtpi);
       return mul(g, add(cdf, mul(x, pdf)));
     });
   return unary_fn("gelu", UnaryOp::GeluTanh, x, Saves::Input, [](const Tensor& g, const Tensor& x, const Tensor&) {
+    if (!GradMode::is_enabled()) return kernels::binary(BinaryOp::GeluTanhBackward, g, x);
     constexpr double k = std::numbers::sqrt2 * std::numbers::inv_sqrtpi, c = 0.044715;
     const Tensor x2 = mul(x, x);
     const Tensor t = tanh(mul(mul(x, add(mul(x2, c), 1.0)), k));

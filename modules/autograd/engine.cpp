@@ -33,8 +33,10 @@ class AccumulateGrad : public Node {
     AutogradMeta& meta = leaf_.autograd_meta();
     const bool create_graph = GradMode::is_enabled();
     if (!meta.grad.defined()) {
-      // A fresh copy: the incoming gradient may be shared with other leaves or views.
-      meta.grad = create_graph ? g : g.detach().clone();
+      // The incoming gradient itself when nothing else holds it, else a fresh copy: it may be
+      // shared with other leaves or views.
+      const bool keep = create_graph || (g.is_exclusive() && !g.requires_grad() && g.dtype() == leaf_.dtype());
+      meta.grad = keep ? g : g.detach().clone();
     } else if (create_graph || meta.grad.requires_grad()) {
       meta.grad = add(meta.grad, g);
     } else {
@@ -93,7 +95,12 @@ TensorList run_engine(const std::vector<Edge>& roots, const TensorList& root_gra
     buffer.resize(e.node->num_outputs());
     if (!g.defined()) return;
     Tensor& slot = buffer.at(e.input_nr);
-    slot = slot.defined() ? add(slot, g) : g;
+    // Without create_graph, a buffer nothing else holds is summed into in place.
+    if (slot.defined() && !create_graph && slot.is_exclusive() && slot.shape() == g.shape() &&
+        slot.dtype() == g.dtype() && slot.device() == g.device())
+      kernels::binary_(BinaryOp::Add, slot, g);
+    else
+      slot = slot.defined() ? add(slot, g) : g;
   };
   std::priority_queue<std::shared_ptr<Node>, std::vector<std::shared_ptr<Node>>, LaterFirst> ready;
   std::unordered_set<Node*> queued;

@@ -161,7 +161,11 @@ Tensor index_select_impl(std::string_view op, const Tensor& self, std::int64_t d
   if (!any_needs_grad({self})) return y;
   record(op, {self}, {y}, {kernels::index_as_int64(op, index)},
          [dim, shape = self.shape()](const TensorList& g, const TensorList& s) {
-           return TensorList{g[0].defined() ? index_add(zeros_for(shape, g[0]), dim, s[0], g[0]) : Tensor()};
+           if (!g[0].defined()) return TensorList{Tensor()};
+           if (GradMode::is_enabled()) return TensorList{index_add(zeros_for(shape, g[0]), dim, s[0], g[0])};
+           Tensor grad = zeros_for(shape, g[0]);  // no graph needed: scattered into in place
+           kernels::index_scatter_("index_select", grad, dim, s[0], g[0], ScatterMode::Add);
+           return TensorList{grad};
          });
   return y;
 }

@@ -74,6 +74,43 @@ std::vector<std::int64_t> normalized_dims(std::string_view op, const Tensor& x, 
   return dims;
 }
 
+// Whether cross_entropy can run as the fused kernel: class indices for CPU float32/64
+// logits (N, C) or (C), no class weights, no label smoothing. Everything else (and every
+// shape error) takes the composed path.
+bool fused_cross_entropy_applies(const Tensor& input, const Tensor& target, const CrossEntropyOptions& options) {
+  const bool indices = !is_floating_point(target.dtype()) && target.dtype() != kBool;
+  const bool shapes = (input.dim() == 2 && target.dim() == 1 && target.shape()[0] == input.shape()[0]) ||
+                      (input.dim() == 1 && target.dim() == 0);
+  return indices && shapes && input.device().is_cpu() && target.device().is_cpu() &&
+         (input.dtype() == kFloat32 || input.dtype() == kFloat64) && !options.weight && options.label_smoothing == 0;
+}
+
+// cross_entropy through the fused kernel (see fused_cross_entropy_applies). Its backward
+// is the kernel's (softmax - one-hot) rows, or the same formula in differentiable ops
+// when the gradient needs a graph (create_graph).
+Tensor fused_cross_entropy(const Tensor& input, const Tensor& target, const CrossEntropyOptions& options) {
+  const bool unbatched = input.dim() == 1;
+  const Tensor logits = unbatched ? input.unsqueeze(0) : input;  // (N, C)
+  const Tensor t = (unbatched ? target.reshape({1}) : target).to(kInt64);
+  const std::int64_t ignore = options.ignore_index;
+  auto [rows, lse] = kernels::cross_entropy_forward(logits, t, ignore);
+  record("cross_entropy", {logits}, {rows}, {logits, lse, t}, [ignore](const TensorList& g, const TensorList& s) {
+    if (!g[0].defined()) return TensorList{Tensor()};
+    if (!GradMode::is_enabled()) return TensorList{kernels::cross_entropy_backward(g[0], s[0], s[1], s[2], ignore)};
+    const Tensor& x = s[0];
+    const Tensor classes = arange(x.shape()[1], {.device = x.device()}).unsqueeze(0);
+    const Tensor onehot = eq(s[2].unsqueeze(1), classes).to(x.dtype());
+    const Tensor row_grad = mul(g[0], ne(s[2], ignore).to(x.dtype())).unsqueeze(1);  // (N, 1)
+    return TensorList{mul(sub(softmax(x, 1), onehot), row_grad)};
+  });
+  switch (options.reduction) {
+    case Reduction::None: return unbatched ? rows.reshape({}) : rows;
+    case Reduction::Sum: return sum(rows);
+    case Reduction::Mean: return div(sum(rows), sum(ne(t, ignore).to(rows.dtype())));
+  }
+  return rows;
+}
+
 }  // namespace
 
 Tensor softmax(const Tensor& x, std::int64_t dim) {
@@ -138,6 +175,7 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const CrossEntro
   check_floating("cross_entropy", input);
   if (options.label_smoothing < 0 || options.label_smoothing > 1)
     throw Error("cross_entropy", concat("label_smoothing must be in [0, 1], got ", options.label_smoothing));
+  if (fused_cross_entropy_applies(input, target, options)) return fused_cross_entropy(input, target, options);
   const std::int64_t class_dim = input.dim() == 1 ? 0 : 1;
   const Tensor logp = log_softmax(input, class_dim);
   const std::int64_t classes = input.shape()[class_dim];

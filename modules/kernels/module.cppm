@@ -7,6 +7,7 @@ export import :ops;
 export import :shape;
 export import :reduce_ops;
 export import :attention;
+export import :cross_entropy;
 export import :index;
 export import :linalg;
 export import :conv;

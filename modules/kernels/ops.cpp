@@ -20,7 +20,7 @@ std::string_view op_name(UnaryOp op) {
 
 std::string_view op_name(BinaryOp op) {
   constexpr std::string_view names[kBinaryOpCount] = {"add", "sub", "mul", "div", "floor_divide", "pow",
-                                                      "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge",
+                                                      "maximum", "minimum", "gelu_backward", "gelu_backward", "eq", "ne", "lt", "le", "gt", "ge",
                                                       "logical_and", "logical_or", "logical_xor"};
   return names[static_cast<int>(op)];
 }
@@ -56,7 +56,8 @@ Tensor unary(UnaryOp op, const Tensor& x, UnaryParams params) {
 
 DataType binary_compute_type(BinaryOp op, DataType a, DataType b) {
   const DataType t = promote_types(a, b);
-  if (op == BinaryOp::Div && !is_floating_point(t)) return kFloat32;
+  const bool float_result = op == BinaryOp::Div || op == BinaryOp::GeluBackward || op == BinaryOp::GeluTanhBackward;
+  if (float_result && !is_floating_point(t)) return kFloat32;
   if (t == kBool && (op == BinaryOp::Sub || op == BinaryOp::Div || op == BinaryOp::FloorDiv || op == BinaryOp::Pow))
     throw DTypeError(op_name(op), "bool tensors are not supported (use logical ops)");
   return t;

@@ -32,10 +32,11 @@ struct UnaryParams {
 
 enum class BinaryOp : std::uint8_t {
   Add, Sub, Mul, Div, FloorDiv, Pow, Maximum, Minimum,  // arithmetic
+  GeluBackward, GeluTanhBackward,                       // a * gelu'(b): GELU's gradient (a = grad, b = x)
   Eq, Ne, Lt, Le, Gt, Ge,                               // comparisons -> bool
   LogicalAnd, LogicalOr, LogicalXor,                    // -> bool
 };
-inline constexpr int kBinaryOpCount = 17;
+inline constexpr int kBinaryOpCount = 19;
 static_assert(static_cast<int>(BinaryOp::LogicalXor) + 1 == kBinaryOpCount, "keep kBinaryOpCount in step");
 
 // LogSumExp is log(sum(exp(x))), computed as max + log(sum(exp(x - max))).

@@ -27,6 +27,7 @@ export import :fashion_mnist;
 export import :atomic_file;
 export import :safetensors;
 export import :checkpoint;
+export import :kv_cache;
 export import :gpt2;
 export import :llama3;
 export import :state_entries;

@@ -55,6 +55,13 @@ class Tensor {
   bool is_contiguous() const;
   // True when both handles refer to the same tensor (not merely equal values).
   bool is_same(const Tensor& other) const noexcept { return impl_ == other.impl_; }
+  // True when this handle is the only one to its tensor, which alone holds its storage and
+  // fills it exactly: no other tensor or view can observe a write to it (autograd's engine
+  // then reuses a gradient buffer instead of copying it).
+  bool is_exclusive() const {
+    return impl_ && impl_.use_count() == 1 && impl_->storage.use_count() == 1 && impl_->offset == 0 &&
+           impl_->storage.nbytes() == nbytes() && is_contiguous();
+  }
 
   // Address of element [0, ..., 0] (a device pointer for CUDA tensors).
   void* data_ptr() const;

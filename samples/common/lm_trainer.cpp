@@ -230,7 +230,8 @@ int train(const LanguageModel& lm, const TrainFlags& f) {
       model.eval();
       const std::int64_t eot = tokenizer && tokenizer->eot_token ? *tokenizer->eot_token : lm.vocab_size - 1;
       std::vector<std::int64_t> tokens = {eot};
-      generate(tokens, f.text_length, lm.logits, lm.vocab_size, lm.max_seq_len, f.top_k, f.temperature, sample_rng);
+      generate(tokens, f.text_length, lm.logits_cached, lm.vocab_size, lm.max_seq_len, f.top_k, f.temperature,
+               sample_rng);
       std::printf("---\n%s\n---\n", decode(tokenizer, {tokens.begin() + 1, tokens.end()}).c_str());
     }
     if (!f.save.empty() && ((f.save_interval > 0 && state.step % f.save_interval == 0) || last)) save();

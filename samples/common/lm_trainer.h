@@ -42,6 +42,8 @@ struct LanguageModel {
   std::shared_ptr<infini::nn::Module> module;
   std::int64_t vocab_size, max_seq_len;
   std::function<infini::Tensor(const infini::Tensor& idx)> logits;  // (B, T) -> (B, T, Vp)
+  // (B, t) after the cache's positions -> (B, t, Vp), through the KV cache (text generation).
+  std::function<infini::Tensor(const infini::Tensor& idx, infini::nn::KVCache& cache)> logits_cached;
   std::function<infini::Tensor(const infini::Tensor& logits, const infini::Tensor& targets)> loss;
   std::function<void(const std::filesystem::path&)> export_llmc;  // writes an llm.c checkpoint
   std::string llmc_name;  // its file name inside --save

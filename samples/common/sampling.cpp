@@ -34,16 +34,25 @@ std::int64_t sample_token(const float* logits, std::int64_t vocab_size, std::int
 
 }  // namespace
 
-void generate(std::vector<std::int64_t>& tokens, std::int64_t count,
-              const std::function<Tensor(const Tensor&)>& logits_fn, std::int64_t vocab_size, std::int64_t max_seq_len,
-              std::int64_t top_k, double temperature, Generator& generator) {
+void generate(std::vector<std::int64_t>& tokens, std::int64_t count, const CachedLogitsFn& step_fn,
+              std::int64_t vocab_size, std::int64_t max_seq_len, std::int64_t top_k, double temperature,
+              Generator& generator) {
   if (tokens.empty()) throw Error("generate", "needs at least one token to start from");
   if (!(temperature > 0)) throw Error("generate", concat("temperature must be > 0, got ", temperature));
   NoGradGuard no_grad;
+  nn::KVCache cache;
+  std::int64_t cached_end = 0;  // the cache holds the tokens just before tokens[cached_end]
   for (std::int64_t n = 0; n < count; ++n) {
-    const std::int64_t T = std::min<std::int64_t>(static_cast<std::int64_t>(tokens.size()), max_seq_len);
-    const std::vector<std::int64_t> window(tokens.end() - T, tokens.end());
-    const Tensor logits = logits_fn(from_vector(window).view({1, T}));  // (1, T, Vp)
+    const auto size = static_cast<std::int64_t>(tokens.size());
+    std::int64_t first = cached_end;                    // feed tokens[first ..]
+    if (cache.length() + size - first > max_seq_len) {  // past the window: slide it
+      cache = {};
+      first = size - std::min(size, max_seq_len);
+    }
+    const std::int64_t T = size - first;
+    const std::vector<std::int64_t> fresh(tokens.begin() + first, tokens.end());
+    const Tensor logits = step_fn(from_vector(fresh).view({1, T}), cache);  // (1, T, Vp)
+    cached_end = size;
     const Tensor last = logits.select(1, T - 1).select(0, 0).to(kFloat32).contiguous();
     tokens.push_back(sample_token(last.data_ptr<float>(), vocab_size, top_k, temperature, generator));
   }

@@ -74,6 +74,7 @@ int main(int argc, char** argv) {
         .vocab_size = model->config.vocab_size,
         .max_seq_len = model->config.max_seq_len,
         .logits = [model](const Tensor& idx) { return model(idx); },
+        .logits_cached = [model](const Tensor& idx, nn::KVCache& cache) { return model->forward_cached(idx, cache); },
         .loss = [model](const Tensor& logits, const Tensor& targets) { return model->loss(logits, targets); },
         .export_llmc = [model](const std::filesystem::path& path) {
           llmc::write_llama3_checkpoint(path, {.config = model->config.to_llmc(), .tensors = model->llmc_tensors()});

@@ -422,7 +422,7 @@ TEST(NNFunctional, DropoutStatistics) {
 
 TEST(NNFunctional, Errors) {
   const Tensor logits = zeros({3, 4});
-  expect_error([&] { cross_entropy(logits, from_vector<std::int64_t>({0, 4, 1})); }, "nll_loss", "out of bounds");
+  expect_error([&] { cross_entropy(logits, from_vector<std::int64_t>({0, 4, 1})); }, "cross_entropy", "out of bounds");
   expect_error([&] { cross_entropy(logits, from_vector<std::int64_t>({0, 1})); }, "nll_loss", "[2]");
   expect_error([&] { cross_entropy(logits, zeros({3, 5})); }, "cross_entropy", "[3, 5]");
   expect_error([&] { nll_loss(logits, zeros({3})); }, "nll_loss", "class indices");

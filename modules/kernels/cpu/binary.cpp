@@ -4,15 +4,22 @@ module;
 #include <atomic>
 #include <cmath>
 #include <cstdint>
+#include <numbers>
 #include <type_traits>
+
+#include "vector_rows.h"
 module infini.kernels;
 
 namespace infini::kernels {
 namespace {
 
-// out[i] = f(a[i], b[i]) with compute_t<T> arguments.
+// A vectorized routine for contiguous float32 rows (vector_rows.h).
+using FloatRow = void (*)(float* out, const float* a, const float* b, std::int64_t n) noexcept;
+
+// out[i] = f(a[i], b[i]) with compute_t<T> arguments; contiguous float32 rows go to
+// `float_row` instead when one is given.
 template <class Out, class T, class F>
-void zip(const Tensor& out, const Tensor& a, const Tensor& b, F f) {
+void zip(const Tensor& out, const Tensor& a, const Tensor& b, F f, FloatRow float_row = nullptr) {
   using C = compute_t<T>;
   Out* o = static_cast<Out*>(out.data_ptr());
   const T* x = static_cast<const T*>(a.data_ptr());
@@ -22,6 +29,9 @@ void zip(const Tensor& out, const Tensor& a, const Tensor& b, F f) {
                     Out* po = o + at[0];
                     const T* px = x + at[1];
                     const T* py = y + at[2];
+                    if constexpr (std::is_same_v<Out, float> && std::is_same_v<T, float>) {
+                      if (float_row && step[0] == 1 && step[1] == 1 && step[2] == 1) return float_row(po, px, py, n);
+                    }
                     if (step[0] == 1 && step[1] == 1 && step[2] == 1) {
                       for (std::int64_t j = 0; j < n; ++j) po[j] = Out(f(static_cast<C>(px[j]), static_cast<C>(py[j])));
                     } else {
@@ -69,6 +79,23 @@ C power(C x, C y, ElementError& error) {
   }
 }
 
+// g * gelu'(x), exact: Phi(x) + x phi(x).
+template <class C>
+C gelu_backward(C g, C x) {
+  const C cdf = C(0.5) * (C(1) + std::erf(x * C(std::numbers::sqrt2 / 2)));
+  const C pdf = C(std::numbers::inv_sqrtpi / std::numbers::sqrt2) * std::exp(C(-0.5) * x * x);
+  return g * (cdf + x * pdf);
+}
+
+// g * gelu_tanh'(x): 0.5 (1 + t) + 0.5 x (1 - t^2) du/dx with t = tanh(u),
+// u = sqrt(2/pi) (x + 0.044715 x^3).
+template <class C>
+C gelu_tanh_backward(C g, C x) {
+  const C k = C(std::numbers::sqrt2 * std::numbers::inv_sqrtpi), c = C(0.044715);
+  const C t = std::tanh(k * (x + c * x * x * x));
+  return g * (C(0.5) * (C(1) + t) + C(0.5) * x * (C(1) - t * t) * k * (C(1) + C(3) * c * x * x));
+}
+
 template <class T>
 void binary_typed(const Tensor& out, const Tensor& a, const Tensor& b, BinaryOp op) {
   using C = compute_t<T>;
@@ -99,6 +126,13 @@ void binary_typed(const Tensor& out, const Tensor& a, const Tensor& b, BinaryOp 
         return zip<T, T>(out, a, b, [](C x, C y) { return is_nan(x) || is_nan(y) ? C(x + y) : (x > y ? x : y); });
       case BinaryOp::Minimum:
         return zip<T, T>(out, a, b, [](C x, C y) { return is_nan(x) || is_nan(y) ? C(x + y) : (x < y ? x : y); });
+      case BinaryOp::GeluBackward:
+        if constexpr (std::is_floating_point_v<C>) return zip<T, T>(out, a, b, gelu_backward<C>);
+        break;
+      case BinaryOp::GeluTanhBackward:
+        if constexpr (std::is_floating_point_v<C>)
+          return zip<T, T>(out, a, b, gelu_tanh_backward<C>, cpu::gelu_tanh_backward_row);
+        break;
       default: break;
     }
   }

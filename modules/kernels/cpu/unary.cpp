@@ -5,6 +5,8 @@ module;
 #include <cstdint>
 #include <numbers>
 #include <type_traits>
+
+#include "vector_rows.h"
 module infini.kernels;
 
 namespace infini::kernels {
@@ -19,15 +21,22 @@ C negate(C x) {
     return static_cast<C>(-x);
 }
 
-// out[i] = f(in[i]) with In/Out the storage types and f taking compute_t<In>.
+// A vectorized routine for contiguous float32 rows (vector_rows.h).
+using FloatRow = void (*)(float* out, const float* in, std::int64_t n) noexcept;
+
+// out[i] = f(in[i]) with In/Out the storage types and f taking compute_t<In>; contiguous
+// float32 rows go to `float_row` instead when one is given.
 template <class Out, class In, class F>
-void map(const Tensor& out, const Tensor& in, F f) {
+void map(const Tensor& out, const Tensor& in, F f, FloatRow float_row = nullptr) {
   Out* o = static_cast<Out*>(out.data_ptr());
   const In* x = static_cast<const In*>(in.data_ptr());
   for_each_row<2>(out.shape(), {out.strides(), in.strides()},
                   [&](const std::array<std::int64_t, 2>& at, std::int64_t n, const std::array<std::int64_t, 2>& step) {
                     Out* po = o + at[0];
                     const In* px = x + at[1];
+                    if constexpr (std::is_same_v<Out, float> && std::is_same_v<In, float>) {
+                      if (float_row && step[0] == 1 && step[1] == 1) return float_row(po, px, n);
+                    }
                     if (step[0] == 1 && step[1] == 1) {
                       for (std::int64_t j = 0; j < n; ++j) po[j] = Out(f(static_cast<compute_t<In>>(px[j])));
                     } else {
@@ -42,7 +51,7 @@ void unary_float(const Tensor& out, const Tensor& in, UnaryOp op, UnaryParams p)
   using C = compute_t<T>;
   const C a = static_cast<C>(p.a), b = static_cast<C>(p.b);
   switch (op) {
-    case UnaryOp::Exp: return map<T, T>(out, in, [](C x) { return std::exp(x); });
+    case UnaryOp::Exp: return map<T, T>(out, in, [](C x) { return std::exp(x); }, cpu::exp_row);
     case UnaryOp::Expm1: return map<T, T>(out, in, [](C x) { return std::expm1(x); });
     case UnaryOp::Log: return map<T, T>(out, in, [](C x) { return std::log(x); });
     case UnaryOp::Log1p: return map<T, T>(out, in, [](C x) { return std::log1p(x); });
@@ -52,7 +61,7 @@ void unary_float(const Tensor& out, const Tensor& in, UnaryOp op, UnaryParams p)
     case UnaryOp::Reciprocal: return map<T, T>(out, in, [](C x) { return C(1) / x; });
     case UnaryOp::Sin: return map<T, T>(out, in, [](C x) { return std::sin(x); });
     case UnaryOp::Cos: return map<T, T>(out, in, [](C x) { return std::cos(x); });
-    case UnaryOp::Tanh: return map<T, T>(out, in, [](C x) { return std::tanh(x); });
+    case UnaryOp::Tanh: return map<T, T>(out, in, [](C x) { return std::tanh(x); }, cpu::tanh_row);
     case UnaryOp::Sigmoid: return map<T, T>(out, in, [](C x) { return C(1) / (C(1) + std::exp(-x)); });
     case UnaryOp::Erf: return map<T, T>(out, in, [](C x) { return std::erf(x); });
     case UnaryOp::LeakyRelu: return map<T, T>(out, in, [a](C x) { return x > 0 ? x : x * a; });
@@ -60,10 +69,13 @@ void unary_float(const Tensor& out, const Tensor& in, UnaryOp op, UnaryParams p)
     case UnaryOp::GeluErf:
       return map<T, T>(out, in, [](C x) { return C(0.5) * x * (C(1) + std::erf(x * C(std::numbers::sqrt2 / 2))); });
     case UnaryOp::GeluTanh:
-      return map<T, T>(out, in, [](C x) {
-        const C k = C(std::numbers::sqrt2 * std::numbers::inv_sqrtpi);  // sqrt(2 / pi)
-        return C(0.5) * x * (C(1) + std::tanh(k * (x + C(0.044715) * x * x * x)));
-      });
+      return map<T, T>(
+          out, in,
+          [](C x) {
+            const C k = C(std::numbers::sqrt2 * std::numbers::inv_sqrtpi);  // sqrt(2 / pi)
+            return C(0.5) * x * (C(1) + std::tanh(k * (x + C(0.044715) * x * x * x)));
+          },
+          cpu::gelu_tanh_row);
     case UnaryOp::Silu: return map<T, T>(out, in, [](C x) { return x / (C(1) + std::exp(-x)); });
     case UnaryOp::Softplus:  // beta = a, threshold = b: linear above threshold, like PyTorch
       return map<T, T>(out, in, [a, b](C x) { return x * a > b ? x : std::log1p(std::exp(x * a)) / a; });

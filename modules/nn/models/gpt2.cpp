@@ -51,6 +51,11 @@ void CausalSelfAttentionImpl::reset() {
 }
 
 Tensor CausalSelfAttentionImpl::forward(const Tensor& x) {
+  Tensor no_keys, no_values;
+  return forward_cached(x, no_keys, no_values);
+}
+
+Tensor CausalSelfAttentionImpl::forward_cached(const Tensor& x, Tensor& keys, Tensor& values) {
   if (x.dim() != 3 || x.size(2) != channels)
     throw ShapeError(type_name(), concat("expected x (B, T, ", channels, "), got ", x.shape()));
   const std::int64_t B = x.size(0), T = x.size(1), head = channels / num_heads;
@@ -59,7 +64,7 @@ Tensor CausalSelfAttentionImpl::forward(const Tensor& x) {
   auto heads = [&](std::int64_t i) {
     return qkv.slice(2, i * channels, (i + 1) * channels).view({B, T, num_heads, head}).transpose(1, 2);
   };
-  const Tensor y = scaled_dot_product_attention(heads(0), heads(1), heads(2), {}, 0.0, /*is_causal=*/true);
+  const Tensor y = cached_causal_attention(heads(0), heads(1), heads(2), keys, values);  // (B, NH, T, hs)
   return (*c_proj)(y.transpose(1, 2).reshape({B, T, channels}));  // (B, NH, T, hs) -> (B, T, C)
 }
 
@@ -91,6 +96,11 @@ void GPT2BlockImpl::reset() {
 
 Tensor GPT2BlockImpl::forward(const Tensor& x) {
   const Tensor x1 = add(x, (*attn)((*ln_1)(x)));
+  return add(x1, (*mlp)((*ln_2)(x1)));
+}
+
+Tensor GPT2BlockImpl::forward_cached(const Tensor& x, Tensor& keys, Tensor& values) {
+  const Tensor x1 = add(x, attn->forward_cached((*ln_1)(x), keys, values));
   return add(x1, (*mlp)((*ln_2)(x1)));
 }
 
@@ -139,15 +149,31 @@ void GPT2Impl::reset_parameters(Generator* generator) {
   init_norm(*ln_f);
 }
 
-Tensor GPT2Impl::forward(const Tensor& idx) {
+Tensor GPT2Impl::forward(const Tensor& idx) { return forward_from(idx, 0, nullptr); }
+
+Tensor GPT2Impl::forward_cached(const Tensor& idx, KVCache& cache) {
+  if (cache.keys.empty() && cache.values.empty()) {
+    cache.keys.resize(h.size());
+    cache.values.resize(h.size());
+  }
+  if (cache.keys.size() != h.size() || cache.values.size() != h.size())
+    throw Error(type_name(), concat("the cache holds keys / values of ", cache.keys.size(), " / ", cache.values.size(),
+                                    " layers, the model has ", h.size()));
+  return forward_from(idx, cache.length(), &cache);
+}
+
+Tensor GPT2Impl::forward_from(const Tensor& idx, std::int64_t past, KVCache* cache) {
   if (idx.dim() != 2 || idx.dtype() != kInt64)
     throw ShapeError(type_name(), concat("expected idx (B, T) int64, got ", idx.dtype(), " ", idx.shape()));
   const std::int64_t T = idx.size(1);
-  if (T > config.max_seq_len)
-    throw ShapeError(type_name(), concat("sequence length ", T, " exceeds max_seq_len ", config.max_seq_len));
-  const Tensor positions = arange(T, TensorOptions{.dtype = kInt64, .device = idx.device()});
+  if (past + T > config.max_seq_len)
+    throw ShapeError(type_name(), concat("sequence length ", past + T,
+                                         past > 0 ? concat(" (", past, " cached + ", T, " new)") : std::string(),
+                                         " exceeds max_seq_len ", config.max_seq_len));
+  const Tensor positions = arange(past, past + T, 1, TensorOptions{.dtype = kInt64, .device = idx.device()});
   Tensor x = add((*wte)(idx), (*wpe)(positions));  // (B, T, C) + (T, C)
-  for (const auto& block : h) x = (*block)(x);
+  for (std::size_t l = 0; l < h.size(); ++l)
+    x = cache ? h[l]->forward_cached(x, cache->keys[l], cache->values[l]) : (*h[l])(x);
   return linear((*ln_f)(x), wte->weight);  // (B, T, Vp)
 }
 

@@ -7,6 +7,8 @@
 //   nn::GPT2 model(nn::GPT2Config::from_name("d12"));
 //   Tensor logits = model(idx);                  // idx (B, T) int64 -> (B, T, Vp)
 //   Tensor loss = model->loss(logits, targets);  // mean cross-entropy over the first V logits
+//   nn::KVCache cache;                           // generation: new positions after cached ones
+//   logits = model->forward_cached(idx, cache);  // (B, T, Vp) of positions past .. past + T - 1
 module;
 #include <cstdint>
 #include <memory>
@@ -21,6 +23,7 @@ import :containers;
 import :linear;
 import :embedding;
 import :normalization;
+import :kv_cache;
 
 export namespace infini::nn {
 
@@ -46,6 +49,10 @@ class CausalSelfAttentionImpl : public Cloneable<CausalSelfAttentionImpl> {
   CausalSelfAttentionImpl(std::int64_t channels, std::int64_t num_heads);
   void reset() override;
   Tensor forward(const Tensor& x) override;
+  // x (B, T, C) of the positions after the `past` ones whose keys / values (B, NH, past, hs)
+  // are given (undefined: none); appends this call's keys and values to them (see
+  // cached_causal_attention). forward(x) is this with undefined keys / values.
+  Tensor forward_cached(const Tensor& x, Tensor& keys, Tensor& values);
 
   std::int64_t channels, num_heads;
   std::shared_ptr<LinearImpl> c_attn;  // C -> 3C: q, k, v side by side
@@ -72,6 +79,8 @@ class GPT2BlockImpl : public Cloneable<GPT2BlockImpl> {
   GPT2BlockImpl(std::int64_t channels, std::int64_t num_heads);
   void reset() override;
   Tensor forward(const Tensor& x) override;
+  // forward, its attention through attn->forward_cached(.., keys, values).
+  Tensor forward_cached(const Tensor& x, Tensor& keys, Tensor& values);
 
   std::int64_t channels, num_heads;
   std::shared_ptr<LayerNormImpl> ln_1;
@@ -92,6 +101,12 @@ class GPT2Impl : public Cloneable<GPT2Impl> {
 
   // idx (B, T) int64 token ids < V, T <= maxT -> logits (B, T, Vp).
   Tensor forward(const Tensor& idx) override;
+  // The logits (B, T, Vp) of the T positions idx (B, T) that follow the past = cache.length()
+  // positions the cache holds (positions past .. past + T - 1), which it then holds too: the
+  // last T positions of forward() on the whole sequence, computing only the new ones. An
+  // empty cache is sized to the L layers. ShapeError if past + T > maxT, Error if the cache
+  // holds another number of layers. Gradients flow as through forward().
+  Tensor forward_cached(const Tensor& idx, KVCache& cache);
   // Mean cross-entropy of logits (B, T, Vp) against targets (B, T) over the first V
   // columns only (the padded ones are excluded from the softmax).
   Tensor loss(const Tensor& logits, const Tensor& targets) const;
@@ -114,6 +129,10 @@ class GPT2Impl : public Cloneable<GPT2Impl> {
 
  protected:
   std::string extra_repr() const override;
+
+ private:
+  // idx (B, T) at positions past .. past + T - 1; through the cache's layers when given.
+  Tensor forward_from(const Tensor& idx, std::int64_t past, KVCache* cache);
 };
 using GPT2 = ModuleHolder<GPT2Impl>;
 

@@ -124,8 +124,16 @@ LLaMA3RopeTable::LLaMA3RopeTable(std::int64_t head_dim, std::int64_t max_seq_len
 }
 
 std::pair<Tensor, Tensor> LLaMA3RopeTable::get(std::int64_t T, DataType dtype, Device device) const {
-  if (T < 0 || T > max_seq_len)
-    throw ShapeError("LLaMA3RopeTable", concat("sequence length ", T, " exceeds the table's ", max_seq_len, " positions"));
+  return get(0, T, dtype, device);
+}
+
+std::pair<Tensor, Tensor> LLaMA3RopeTable::get(std::int64_t start, std::int64_t T, DataType dtype,
+                                               Device device) const {
+  if (start < 0 || T < 0)
+    throw ShapeError("LLaMA3RopeTable", concat("expected positions start ", start, " and count ", T, " >= 0"));
+  if (start + T > max_seq_len)
+    throw ShapeError("LLaMA3RopeTable", concat("sequence length ", start + T, " exceeds the table's ", max_seq_len,
+                                               " positions"));
   std::lock_guard lock(mutex_);
   const Converted* hit = nullptr;
   for (const Converted& c : converted_)
@@ -135,7 +143,7 @@ std::pair<Tensor, Tensor> LLaMA3RopeTable::get(std::int64_t T, DataType dtype, D
     converted_.push_back({dtype, device, cos_.to(device, dtype), sin_.to(device, dtype)});
     hit = &converted_.back();
   }
-  return {hit->cos.narrow(0, 0, T), hit->sin.narrow(0, 0, T)};
+  return {hit->cos.narrow(0, start, T), hit->sin.narrow(0, start, T)};
 }
 
 LLaMA3AttentionImpl::LLaMA3AttentionImpl(std::int64_t channels, std::int64_t num_heads, std::int64_t num_kv_heads,
@@ -161,6 +169,11 @@ void LLaMA3AttentionImpl::reset() {
 }
 
 Tensor LLaMA3AttentionImpl::forward(const Tensor& x) {
+  Tensor no_keys, no_values;
+  return forward_cached(x, no_keys, no_values);
+}
+
+Tensor LLaMA3AttentionImpl::forward_cached(const Tensor& x, Tensor& keys, Tensor& values) {
   if (x.dim() != 3 || x.size(2) != channels)
     throw ShapeError(type_name(), concat("expected x (B, T, ", channels, "), got ", x.shape()));
   const std::int64_t B = x.size(0), T = x.size(1), head = channels / num_heads;
@@ -169,11 +182,12 @@ Tensor LLaMA3AttentionImpl::forward(const Tensor& x) {
   auto heads = [&](std::int64_t first, std::int64_t count) {
     return qkv.slice(2, first * head, (first + count) * head).view({B, T, count, head}).transpose(1, 2);
   };
-  const auto [cos, sin] = rope_table->get(T, x.dtype(), x.device());  // (T, hd/2)
+  const std::int64_t past = keys.defined() ? keys.size(2) : 0;
+  const auto [cos, sin] = rope_table->get(past, T, x.dtype(), x.device());  // (T, hd/2) of positions past ..
   const Tensor q = rope(heads(0, num_heads), cos, sin);
   const Tensor k = rope(heads(num_heads, num_kv_heads), cos, sin);
   const Tensor v = heads(num_heads + num_kv_heads, num_kv_heads);
-  const Tensor y = scaled_dot_product_attention(q, k, v, {}, 0.0, /*is_causal=*/true);  // (B, NH, T, hd)
+  const Tensor y = cached_causal_attention(q, k, v, keys, values);  // (B, NH, T, hd)
   return (*c_proj)(y.transpose(1, 2).reshape({B, T, channels}));
 }
 
@@ -212,6 +226,11 @@ void LLaMA3BlockImpl::reset() {
 
 Tensor LLaMA3BlockImpl::forward(const Tensor& x) {
   const Tensor x1 = add(x, (*attn)((*ln_1)(x)));
+  return add(x1, (*mlp)((*ln_2)(x1)));
+}
+
+Tensor LLaMA3BlockImpl::forward_cached(const Tensor& x, Tensor& keys, Tensor& values) {
+  const Tensor x1 = add(x, attn->forward_cached((*ln_1)(x), keys, values));
   return add(x1, (*mlp)((*ln_2)(x1)));
 }
 
@@ -255,13 +274,30 @@ void LLaMA3Impl::reset_parameters(Generator* generator) {
   normal(lm_head->weight);
 }
 
-Tensor LLaMA3Impl::forward(const Tensor& idx) {
+Tensor LLaMA3Impl::forward(const Tensor& idx) { return forward_from(idx, 0, nullptr); }
+
+Tensor LLaMA3Impl::forward_cached(const Tensor& idx, KVCache& cache) {
+  if (cache.keys.empty() && cache.values.empty()) {
+    cache.keys.resize(h.size());
+    cache.values.resize(h.size());
+  }
+  if (cache.keys.size() != h.size() || cache.values.size() != h.size())
+    throw Error(type_name(), concat("the cache holds keys / values of ", cache.keys.size(), " / ", cache.values.size(),
+                                    " layers, the model has ", h.size()));
+  return forward_from(idx, cache.length(), &cache);
+}
+
+Tensor LLaMA3Impl::forward_from(const Tensor& idx, std::int64_t past, KVCache* cache) {
   if (idx.dim() != 2 || idx.dtype() != kInt64)
     throw ShapeError(type_name(), concat("expected idx (B, T) int64, got ", idx.dtype(), " ", idx.shape()));
-  if (idx.size(1) > config.max_seq_len)
-    throw ShapeError(type_name(), concat("sequence length ", idx.size(1), " exceeds max_seq_len ", config.max_seq_len));
+  const std::int64_t T = idx.size(1);
+  if (past + T > config.max_seq_len)
+    throw ShapeError(type_name(), concat("sequence length ", past + T,
+                                         past > 0 ? concat(" (", past, " cached + ", T, " new)") : std::string(),
+                                         " exceeds max_seq_len ", config.max_seq_len));
   Tensor x = (*wte)(idx);  // (B, T, C)
-  for (const auto& block : h) x = (*block)(x);
+  for (std::size_t l = 0; l < h.size(); ++l)
+    x = cache ? h[l]->forward_cached(x, cache->keys[l], cache->values[l]) : (*h[l])(x);
   return (*lm_head)((*ln_f)(x));  // (B, T, V)
 }
 

@@ -8,6 +8,8 @@
 //   nn::LLaMA3 model(nn::LLaMA3Config::from_name("llama3_1B"));
 //   Tensor logits = model(idx);                  // idx (B, T) int64 -> (B, T, V)
 //   Tensor loss = model->loss(logits, targets);  // mean cross-entropy
+//   nn::KVCache cache;                           // generation: new positions after cached ones
+//   logits = model->forward_cached(idx, cache);  // (B, T, V) of positions past .. past + T - 1
 module;
 #include <cstdint>
 #include <memory>
@@ -23,6 +25,7 @@ import :containers;
 import :linear;
 import :embedding;
 import :normalization;
+import :kv_cache;
 import :llmc_checkpoint;
 
 export namespace infini::nn {
@@ -71,6 +74,9 @@ class LLaMA3RopeTable {
   LLaMA3RopeTable(std::int64_t head_dim, std::int64_t max_seq_len, double theta, bool use_scaled);
   // cos, sin (T, hd/2) for positions 0 .. T-1; ShapeError if T > max_seq_len.
   std::pair<Tensor, Tensor> get(std::int64_t T, DataType dtype, Device device) const;
+  // cos, sin (T, hd/2) for positions start .. start + T - 1 (views of the table's rows);
+  // ShapeError if start < 0 or start + T > max_seq_len.
+  std::pair<Tensor, Tensor> get(std::int64_t start, std::int64_t T, DataType dtype, Device device) const;
 
   const std::int64_t head_dim, max_seq_len;
   const std::vector<double> inverse_frequencies;  // (hd/2)
@@ -94,6 +100,12 @@ class LLaMA3AttentionImpl : public Cloneable<LLaMA3AttentionImpl> {
                       std::shared_ptr<const LLaMA3RopeTable> rope_table);
   void reset() override;
   Tensor forward(const Tensor& x) override;
+  // x (B, T, C) of positions past .. past + T - 1 after the `past` ones whose keys / values
+  // (B, KV, past, hd) are given (undefined: none); q and k rotate by their absolute
+  // positions. Appends this call's keys (rotated) and values to them, KV heads each: the
+  // cache stores them before grouped-query sharing, which scaled_dot_product_attention does
+  // (see cached_causal_attention). forward(x) is this with undefined keys / values.
+  Tensor forward_cached(const Tensor& x, Tensor& keys, Tensor& values);
 
   std::int64_t channels, num_heads, num_kv_heads;
   std::shared_ptr<const LLaMA3RopeTable> rope_table;
@@ -122,6 +134,8 @@ class LLaMA3BlockImpl : public Cloneable<LLaMA3BlockImpl> {
   LLaMA3BlockImpl(const LLaMA3Config& config, std::shared_ptr<const LLaMA3RopeTable> rope_table);
   void reset() override;
   Tensor forward(const Tensor& x) override;
+  // forward, its attention through attn->forward_cached(.., keys, values).
+  Tensor forward_cached(const Tensor& x, Tensor& keys, Tensor& values);
 
   const LLaMA3Config config;
   std::shared_ptr<const LLaMA3RopeTable> rope_table;
@@ -142,6 +156,12 @@ class LLaMA3Impl : public Cloneable<LLaMA3Impl> {
 
   // idx (B, T) int64 token ids < V, T <= maxT -> logits (B, T, V).
   Tensor forward(const Tensor& idx) override;
+  // The logits (B, T, V) of the T positions idx (B, T) that follow the past = cache.length()
+  // positions the cache holds (positions past .. past + T - 1), which it then holds too: the
+  // last T positions of forward() on the whole sequence, computing only the new ones. An
+  // empty cache is sized to the L layers. ShapeError if past + T > maxT, Error if the cache
+  // holds another number of layers. Gradients flow as through forward().
+  Tensor forward_cached(const Tensor& idx, KVCache& cache);
   // Mean cross-entropy of logits (B, T, V) against targets (B, T).
   Tensor loss(const Tensor& logits, const Tensor& targets) const;
 
@@ -164,6 +184,10 @@ class LLaMA3Impl : public Cloneable<LLaMA3Impl> {
 
  protected:
   std::string extra_repr() const override;
+
+ private:
+  // idx (B, T) at positions past .. past + T - 1; through the cache's layers when given.
+  Tensor forward_from(const Tensor& idx, std::int64_t past, KVCache* cache);
 };
 using LLaMA3 = ModuleHolder<LLaMA3Impl>;
 

@@ -1,0 +1,112 @@
+// CPU fused cross-entropy (see cross_entropy.cppm): parallel over rows; float32 rows use
+// the vectorized exp of vector_rows.h, float64 rows a scalar loop.
+module;
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+
+#include "vector_rows.h"
+module infini.kernels;
+
+namespace infini::kernels {
+namespace {
+
+constexpr std::int64_t kParallelElements = 32768;  // below this, one thread
+
+template <class T>
+T log_sum_exp(const T* x, std::int64_t n) {
+  if constexpr (std::is_same_v<T, float>) {
+    return cpu::log_sum_exp_row(x, n);
+  } else {
+    T max = -std::numeric_limits<T>::infinity();
+    for (std::int64_t j = 0; j < n; ++j) max = std::max(max, x[j]);
+    const T shift = std::isinf(max) ? T(0) : max;
+    T sum = 0;
+    for (std::int64_t j = 0; j < n; ++j) sum += std::exp(x[j] - shift);
+    return shift + std::log(sum);
+  }
+}
+
+template <class T>
+void scaled_exp(T* out, const T* x, T shift, T scale, std::int64_t n) {
+  if constexpr (std::is_same_v<T, float>) {
+    cpu::scaled_exp_row(out, x, shift, scale, n);
+  } else {
+    for (std::int64_t j = 0; j < n; ++j) out[j] = scale * std::exp(x[j] - shift);
+  }
+}
+
+template <class T>
+void forward(const Tensor& loss, const Tensor& lse, const Tensor& logits, const Tensor& target,
+             std::int64_t ignore_index) {
+  const std::int64_t N = logits.shape()[0], C = logits.shape()[1], row = logits.strides()[0];
+  const T* x = static_cast<const T*>(logits.data_ptr());
+  const auto* t = static_cast<const std::int64_t*>(target.data_ptr());
+  T* out_loss = static_cast<T*>(loss.data_ptr());
+  T* out_lse = static_cast<T*>(lse.data_ptr());
+  std::atomic<std::int64_t> bad_row{-1};
+#pragma omp parallel for schedule(static) if (N * C >= kParallelElements)
+  for (std::int64_t i = 0; i < N; ++i) {
+    const T* xi = x + i * row;
+    const std::int64_t c = t[i];
+    out_lse[i] = C > 0 ? log_sum_exp(xi, C) : -std::numeric_limits<T>::infinity();
+    if (c == ignore_index) {
+      out_loss[i] = 0;
+    } else if (c < 0 || c >= C) {
+      std::int64_t none = -1;
+      bad_row.compare_exchange_strong(none, i);
+      out_loss[i] = 0;
+    } else {
+      out_loss[i] = out_lse[i] - xi[c];
+    }
+  }
+  if (const std::int64_t i = bad_row.load(); i >= 0)
+    throw IndexError("cross_entropy", concat("target ", t[i], " at row ", i, " is out of bounds for ", C,
+                                             " classes (ignore_index ", ignore_index, ")"));
+}
+
+template <class T>
+void backward(const Tensor& grad_logits, const Tensor& grad_loss, const Tensor& logits, const Tensor& lse,
+              const Tensor& target, std::int64_t ignore_index) {
+  const std::int64_t N = logits.shape()[0], C = logits.shape()[1], row = logits.strides()[0];
+  const T* x = static_cast<const T*>(logits.data_ptr());
+  const T* g = static_cast<const T*>(grad_loss.data_ptr());
+  const T* l = static_cast<const T*>(lse.data_ptr());
+  const auto* t = static_cast<const std::int64_t*>(target.data_ptr());
+  T* out = static_cast<T*>(grad_logits.data_ptr());
+#pragma omp parallel for schedule(static) if (N * C >= kParallelElements)
+  for (std::int64_t i = 0; i < N; ++i) {
+    T* oi = out + i * C;
+    const std::int64_t c = t[i];
+    if (c == ignore_index || c < 0 || c >= C) {
+      std::fill(oi, oi + C, T(0));
+      continue;
+    }
+    scaled_exp(oi, x + i * row, l[i], g[i], C);  // g * softmax
+    oi[c] -= g[i];
+  }
+}
+
+void forward_cpu(const Tensor& loss, const Tensor& lse, const Tensor& logits, const Tensor& target,
+                 std::int64_t ignore_index) {
+  if (logits.dtype() == kFloat64) forward<double>(loss, lse, logits, target, ignore_index);
+  else forward<float>(loss, lse, logits, target, ignore_index);
+}
+
+void backward_cpu(const Tensor& grad_logits, const Tensor& grad_loss, const Tensor& logits, const Tensor& lse,
+                  const Tensor& target, std::int64_t ignore_index) {
+  if (logits.dtype() == kFloat64) backward<double>(grad_logits, grad_loss, logits, lse, target, ignore_index);
+  else backward<float>(grad_logits, grad_loss, logits, lse, target, ignore_index);
+}
+
+const bool registered = [] {
+  KernelTable<CrossEntropyForwardKernel>::set(DeviceType::CPU, &forward_cpu);
+  KernelTable<CrossEntropyBackwardKernel>::set(DeviceType::CPU, &backward_cpu);
+  return true;
+}();
+
+}  // namespace
+}  // namespace infini::kernels

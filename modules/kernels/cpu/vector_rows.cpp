@@ -1,0 +1,54 @@
+// Vectorized float32 rows (see vector_rows.h): Eigen array expressions over the rows,
+// which evaluate 16 lanes at a time with AVX-512 (Eigen's exp and rational tanh).
+#include "vector_rows.h"
+
+#include <Eigen/Core>
+#include <cmath>
+#include <numbers>
+
+namespace infini::cpu {
+namespace {
+
+using Row = Eigen::Map<Eigen::ArrayXf>;
+using ConstRow = Eigen::Map<const Eigen::ArrayXf>;
+
+constexpr float kSqrt2OverPi = static_cast<float>(std::numbers::sqrt2 * std::numbers::inv_sqrtpi);
+constexpr float kCubic = 0.044715f;
+
+}  // namespace
+
+void exp_row(float* out, const float* x, std::int64_t n) noexcept { Row(out, n) = ConstRow(x, n).exp(); }
+
+void tanh_row(float* out, const float* x, std::int64_t n) noexcept { Row(out, n) = ConstRow(x, n).tanh(); }
+
+void gelu_tanh_row(float* out, const float* x, std::int64_t n) noexcept {
+  const ConstRow v(x, n);
+  Row(out, n) = 0.5f * v * (1.0f + (kSqrt2OverPi * (v + kCubic * v.cube())).tanh());
+}
+
+void gelu_tanh_backward_row(float* out, const float* grad, const float* x, std::int64_t n) noexcept {
+  // d/dx = 0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3 * 0.044715 x^2), t = tanh(u(x))
+  constexpr std::int64_t kChunk = 256;  // t lives in a stack buffer of this many lanes
+  alignas(64) float t_buffer[kChunk];
+  for (std::int64_t j = 0; j < n; j += kChunk) {
+    const std::int64_t m = n - j < kChunk ? n - j : kChunk;
+    const ConstRow v(x + j, m), g(grad + j, m);
+    Row t(t_buffer, m);
+    t = (kSqrt2OverPi * (v + kCubic * v.cube())).tanh();
+    Row(out + j, m) =
+        g * (0.5f * (1.0f + t) + 0.5f * v * (1.0f - t.square()) * kSqrt2OverPi * (1.0f + 3 * kCubic * v.square()));
+  }
+}
+
+float log_sum_exp_row(const float* x, std::int64_t n) noexcept {
+  const ConstRow v(x, n);
+  const float max = v.maxCoeff();
+  const float shift = std::isinf(max) ? 0.0f : max;
+  return shift + std::log((v - shift).exp().sum());
+}
+
+void scaled_exp_row(float* out, const float* x, float shift, float scale, std::int64_t n) noexcept {
+  Row(out, n) = scale * (ConstRow(x, n) - shift).exp();
+}
+
+}  // namespace infini::cpu

@@ -1,0 +1,42 @@
+// Fused cross-entropy of logit rows against class indices: the forward keeps one
+// log-sum-exp per row, the backward writes (softmax - one-hot) * grad row by row, so no
+// (N, C) log-probability matrix is stored and each pass reads the logits once.
+module;
+#include <cstdint>
+#include <string_view>
+export module infini.kernels:cross_entropy;
+import infini.tensor;
+
+export namespace infini {
+
+// logits (N, C) float32/64 with unit class stride (any row stride), target (N) int64 with
+// each entry in [0, C) or equal to ignore_index. The kernel writes loss (N) =
+// lse - logits[i, target[i]] (0 where ignored) and lse (N) = log(sum_c exp(logits[i, c])),
+// and raises an IndexError naming an out-of-range target.
+struct CrossEntropyForwardKernel {
+  static constexpr std::string_view name = "cross_entropy";
+  using Fn = void (*)(const Tensor& loss, const Tensor& lse, const Tensor& logits, const Tensor& target,
+                      std::int64_t ignore_index);
+};
+// grad_logits (N, C) contiguous = grad_loss[i] * (exp(logits[i, c] - lse[i]) - [c == target[i]]),
+// rows of ignored targets 0; grad_loss (N).
+struct CrossEntropyBackwardKernel {
+  static constexpr std::string_view name = "cross_entropy_backward";
+  using Fn = void (*)(const Tensor& grad_logits, const Tensor& grad_loss, const Tensor& logits, const Tensor& lse,
+                      const Tensor& target, std::int64_t ignore_index);
+};
+
+namespace kernels {
+
+struct CrossEntropyRows {
+  Tensor loss;  // (N), the logits' dtype
+  Tensor lse;   // (N)
+};
+// Checks shapes/dtypes/devices (errors name "cross_entropy") and runs the forward kernel.
+CrossEntropyRows cross_entropy_forward(const Tensor& logits, const Tensor& target, std::int64_t ignore_index);
+// The logits' gradient (N, C) for the loss rows' gradient grad_loss (N).
+Tensor cross_entropy_backward(const Tensor& grad_loss, const Tensor& logits, const Tensor& lse, const Tensor& target,
+                              std::int64_t ignore_index);
+
+}  // namespace kernels
+}  // namespace infini
