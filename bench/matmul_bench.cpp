@@ -139,12 +139,22 @@ void gpt2_weight_gradient_shapes(benchmark::internal::Benchmark* b) {
   timed(b);
 }
 
+// The demo's LM head (1024 tokens, 256 channels): forward x @ W^T, input gradient g @ W,
+// weight gradient g^T @ x.
+void demo_head(benchmark::internal::Benchmark* b, std::int64_t m, std::int64_t k, std::int64_t n) {
+  b->ArgNames({"M", "K", "N"})->Args({m, k, n});
+  timed(b);
+}
+
 BENCHMARK(FmaPeak)->Apply(timed);
 BENCHMARK(Matmul)->Apply(gpt2_shapes);
 BENCHMARK(Matmul)->Apply(gpt2_input_gradient_shapes);
 BENCHMARK(MatmulTransposedB)->Apply(gpt2_shapes);
 BENCHMARK(MatmulTransposedA)->Apply(gpt2_shapes);
 BENCHMARK(MatmulTransposedA)->Apply(gpt2_weight_gradient_shapes);
+BENCHMARK(MatmulTransposedB)->Apply([](auto* b) { demo_head(b, 1024, 256, 50304); });
+BENCHMARK(Matmul)->Apply([](auto* b) { demo_head(b, 1024, 50304, 256); });
+BENCHMARK(MatmulTransposedA)->Apply([](auto* b) { demo_head(b, 50304, 1024, 256); });
 BENCHMARK(Linear)->ArgNames({"M", "K", "N"})->Args({256, 768, 2304})->Apply(timed);
 BENCHMARK(BmmSmall)->ArgNames({"B", "T", "D"})->Args({48, 64, 64})->Apply(timed);
 BENCHMARK(MatmulF64)->ArgNames({"M", "K", "N"})->Args({1024, 1024, 1024})->Apply(timed);

@@ -45,8 +45,14 @@ Tensor view_scatter(const Tensor& g, const Tensor& base_layout, const Replay& re
 
 void record_view(const Tensor& base, const Tensor& view, Replay replay) {
   const Tensor layout = base.detach();  // geometry only; keeps no history alive
-  record("view", {base}, {view}, {}, [layout, replay = std::move(replay)](const TensorList& g, const TensorList&) {
-    return TensorList{g[0].defined() ? view_scatter(g[0], layout, replay) : Tensor()};
+  // A view that reads every element of a contiguous base in order (view, reshape, flatten,
+  // (un)squeeze) maps a contiguous gradient back by a reshape, without a copy.
+  const bool reshape = base.is_contiguous() && view.is_contiguous() && view.numel() == base.numel() &&
+                       view.storage_offset() == base.storage_offset() && view.dtype() == base.dtype();
+  record("view", {base}, {view}, {}, [layout, reshape, replay = std::move(replay)](const TensorList& g, const TensorList&) {
+    if (!g[0].defined()) return TensorList{Tensor()};
+    if (reshape && g[0].is_contiguous()) return TensorList{g[0].view(layout.shape())};
+    return TensorList{view_scatter(g[0], layout, replay)};
   });
   view.autograd_meta().is_view_of_graph = true;
 }

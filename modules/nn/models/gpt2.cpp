@@ -3,6 +3,7 @@ module;
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <memory>
 #include <string>
@@ -95,8 +96,8 @@ void GPT2BlockImpl::reset() {
 }
 
 Tensor GPT2BlockImpl::forward(const Tensor& x) {
-  const Tensor x1 = add(x, (*attn)((*ln_1)(x)));
-  return add(x1, (*mlp)((*ln_2)(x1)));
+  Tensor no_keys, no_values;
+  return forward_cached(x, no_keys, no_values);
 }
 
 Tensor GPT2BlockImpl::forward_cached(const Tensor& x, Tensor& keys, Tensor& values) {
@@ -152,13 +153,7 @@ void GPT2Impl::reset_parameters(Generator* generator) {
 Tensor GPT2Impl::forward(const Tensor& idx) { return forward_from(idx, 0, nullptr); }
 
 Tensor GPT2Impl::forward_cached(const Tensor& idx, KVCache& cache) {
-  if (cache.keys.empty() && cache.values.empty()) {
-    cache.keys.resize(h.size());
-    cache.values.resize(h.size());
-  }
-  if (cache.keys.size() != h.size() || cache.values.size() != h.size())
-    throw Error(type_name(), concat("the cache holds keys / values of ", cache.keys.size(), " / ", cache.values.size(),
-                                    " layers, the model has ", h.size()));
+  cache.use_for(type_name(), h.size());
   return forward_from(idx, cache.length(), &cache);
 }
 
@@ -183,7 +178,16 @@ Tensor GPT2Impl::loss(const Tensor& logits, const Tensor& targets) const {
       targets.size(0) != logits.size(0) || targets.size(1) != logits.size(1))
     throw ShapeError("GPT2.loss", concat("expected logits (B, T, ", config.padded_vocab_size, ") and targets (B, T), got ",
                                          logits.shape(), " and ", targets.shape()));
-  return cross_entropy(logits.slice(2, 0, V).reshape({-1, V}), targets.reshape({-1}));
+  // The padded columns get -inf: they take no probability and no gradient, and the rows stay
+  // whole (a slice of them would cost a zero-filled copy of the logits' gradient).
+  const std::int64_t Vp = config.padded_vocab_size;
+  Tensor rows = logits;
+  if (Vp > V) {
+    Tensor padding = zeros({Vp}, {.dtype = logits.dtype(), .device = logits.device()});
+    padding.slice(0, V).fill_(-std::numeric_limits<double>::infinity());
+    rows = add(logits, padding);
+  }
+  return cross_entropy(rows.reshape({-1, Vp}), targets.reshape({-1}));
 }
 
 namespace {
@@ -204,52 +208,29 @@ constexpr std::pair<std::string_view, Tensor (*)(const GPT2BlockImpl&)> kLayerTe
     {"fcprojb", [](const GPT2BlockImpl& b) { return b.mlp->c_proj->bias; }},
 };
 
+// The parameters in llm.c's order: wte, wpe, the per-layer tensors, lnfw, lnfb.
+LlmcLayout llmc_layout(const GPT2Impl& model) {
+  LlmcLayout layout;
+  layout.whole("wte", model.wte->weight);
+  layout.whole("wpe", model.wpe->weight);
+  for (const auto& [name, pick] : kLayerTensors) {
+    std::vector<Tensor> per_layer;
+    for (const auto& block : model.h) per_layer.push_back(pick(*block));
+    layout.layers(std::string(name), std::move(per_layer));
+  }
+  layout.whole("lnfw", model.ln_f->weight);
+  layout.whole("lnfb", model.ln_f->bias);
+  return layout;
+}
+
 }  // namespace
 
 std::vector<std::pair<std::string, Tensor>> GPT2Impl::llmc_tensors(bool gradients) const {
-  NoGradGuard no_grad;
-  std::vector<std::pair<std::string, Tensor>> out;
-  // A parameter, or its grad.
-  auto value = [&](std::string_view name, const Tensor& param) {
-    if (!gradients) return param;
-    if (!param.grad().defined())
-      throw Error("GPT2.llmc_tensors", concat("a parameter of \"", name, "\" has no gradient (run backward first)"));
-    return param.grad();
-  };
-  auto put = [&](std::string_view name, const Tensor& t) { out.emplace_back(name, t.to(kFloat32).to(Device::cpu()).clone()); };
-  put("wte", value("wte", wte->weight));
-  put("wpe", value("wpe", wpe->weight));
-  for (const auto& [name, pick] : kLayerTensors) {
-    TensorList per_layer;
-    for (const auto& block : h) per_layer.push_back(value(name, pick(*block)));
-    put(name, stack(per_layer, 0));
-  }
-  put("lnfw", value("lnfw", ln_f->weight));
-  put("lnfb", value("lnfb", ln_f->bias));
-  return out;
+  return gather_llmc_tensors("GPT2.llmc_tensors", llmc_layout(*this), gradients);
 }
 
 void GPT2Impl::load_llmc_tensors(const std::vector<std::pair<std::string, Tensor>>& tensors) {
-  NoGradGuard no_grad;
-  const std::string op = "GPT2.load_llmc_tensors";
-  const auto expected = llmc_tensors();  // names, order and shapes
-  if (tensors.size() != expected.size())
-    throw Error(op, concat("expected ", expected.size(), " tensors, got ", tensors.size()));
-  for (std::size_t i = 0; i < tensors.size(); ++i) {
-    const auto& [name, value] = tensors[i];
-    if (name != expected[i].first)
-      throw Error(op, concat("tensor ", i, " should be \"", expected[i].first, "\", got \"", name, "\""));
-    if (value.shape() != expected[i].second.shape())
-      throw ShapeError(op, concat("\"", name, "\" should have shape ", expected[i].second.shape(), ", got ", value.shape()));
-  }
-  auto copy = [](Tensor param, const Tensor& value) { param.copy_(value); };
-  copy(wte->weight, tensors[0].second);
-  copy(wpe->weight, tensors[1].second);
-  for (std::size_t k = 0; k < std::size(kLayerTensors); ++k)
-    for (std::size_t l = 0; l < h.size(); ++l)
-      copy(kLayerTensors[k].second(*h[l]), tensors[2 + k].second.select(0, static_cast<std::int64_t>(l)));
-  copy(ln_f->weight, tensors[tensors.size() - 2].second);
-  copy(ln_f->bias, tensors.back().second);
+  scatter_llmc_tensors("GPT2.load_llmc_tensors", llmc_layout(*this), tensors);
 }
 
 std::string GPT2Impl::extra_repr() const {

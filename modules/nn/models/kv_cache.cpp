@@ -1,6 +1,8 @@
 // The KV cache's length and the attention over cached positions (see kv_cache.cppm).
 module;
+#include <cstddef>
 #include <cstdint>
+#include <string_view>
 #include <vector>
 module infini.nn;
 
@@ -8,6 +10,16 @@ namespace infini::nn {
 
 std::int64_t KVCache::length() const {
   return keys.empty() || !keys.front().defined() ? 0 : keys.front().size(2);
+}
+
+void KVCache::use_for(std::string_view model, std::size_t layers) {
+  if (keys.empty() && values.empty()) {
+    keys.resize(layers);
+    values.resize(layers);
+  }
+  if (keys.size() != layers || values.size() != layers)
+    throw Error(model, concat("the cache holds keys / values of ", keys.size(), " / ", values.size(),
+                              " layers, the model has ", layers));
 }
 
 Tensor cached_causal_attention(const Tensor& q, const Tensor& k, const Tensor& v, Tensor& keys, Tensor& values) {

@@ -6,7 +6,9 @@
 //   Tensor logits = model->forward_cached(prompt, cache);  // (1, T, Vp); cache.length() == T
 //   logits = model->forward_cached(next_token, cache);     // (1, 1, Vp); cache.length() == T + 1
 module;
+#include <cstddef>
 #include <cstdint>
+#include <string_view>
 #include <vector>
 export module infini.nn:kv_cache;
 import infini.autograd;
@@ -21,6 +23,9 @@ struct KVCache {
   std::vector<Tensor> keys, values;
   // t, the positions held: 0 for an empty cache.
   std::int64_t length() const;
+  // Sizes an empty cache for a model of `layers` layers; Error (from `model`) when the cache
+  // holds another number of layers.
+  void use_for(std::string_view model, std::size_t layers);
 };
 
 // Causal attention of T new positions past .. past + T - 1, past = keys.size(2) (0 when keys

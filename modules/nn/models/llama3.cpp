@@ -225,8 +225,8 @@ void LLaMA3BlockImpl::reset() {
 }
 
 Tensor LLaMA3BlockImpl::forward(const Tensor& x) {
-  const Tensor x1 = add(x, (*attn)((*ln_1)(x)));
-  return add(x1, (*mlp)((*ln_2)(x1)));
+  Tensor no_keys, no_values;
+  return forward_cached(x, no_keys, no_values);
 }
 
 Tensor LLaMA3BlockImpl::forward_cached(const Tensor& x, Tensor& keys, Tensor& values) {
@@ -277,13 +277,7 @@ void LLaMA3Impl::reset_parameters(Generator* generator) {
 Tensor LLaMA3Impl::forward(const Tensor& idx) { return forward_from(idx, 0, nullptr); }
 
 Tensor LLaMA3Impl::forward_cached(const Tensor& idx, KVCache& cache) {
-  if (cache.keys.empty() && cache.values.empty()) {
-    cache.keys.resize(h.size());
-    cache.values.resize(h.size());
-  }
-  if (cache.keys.size() != h.size() || cache.values.size() != h.size())
-    throw Error(type_name(), concat("the cache holds keys / values of ", cache.keys.size(), " / ", cache.values.size(),
-                                    " layers, the model has ", h.size()));
+  cache.use_for(type_name(), h.size());
   return forward_from(idx, cache.length(), &cache);
 }
 
@@ -323,52 +317,28 @@ constexpr std::pair<std::string_view, Tensor (*)(const LLaMA3BlockImpl&)> kLayer
     {"fcprojw", [](const LLaMA3BlockImpl& b) { return b.mlp->c_proj->weight; }},
 };
 
+// The parameters in the checkpoint's order: wte, the per-layer tensors, lnfw, wlmhead.
+LlmcLayout llmc_layout(const LLaMA3Impl& model) {
+  LlmcLayout layout;
+  layout.whole("wte", model.wte->weight);
+  for (const auto& [name, pick] : kLayerTensors) {
+    std::vector<Tensor> per_layer;
+    for (const auto& block : model.h) per_layer.push_back(pick(*block));
+    layout.layers(std::string(name), std::move(per_layer));
+  }
+  layout.whole("lnfw", model.ln_f->weight);
+  layout.whole("wlmhead", model.lm_head->weight);
+  return layout;
+}
+
 }  // namespace
 
 std::vector<std::pair<std::string, Tensor>> LLaMA3Impl::llmc_tensors(bool gradients) const {
-  NoGradGuard no_grad;
-  std::vector<std::pair<std::string, Tensor>> out;
-  // A parameter, or its grad.
-  auto value = [&](std::string_view name, const Tensor& param) {
-    if (!gradients) return param;
-    if (!param.grad().defined())
-      throw Error("LLaMA3.llmc_tensors", concat("a parameter of \"", name, "\" has no gradient (run backward first)"));
-    return param.grad();
-  };
-  auto put = [&](std::string_view name, const Tensor& t) {
-    out.emplace_back(name, t.to(kFloat32).to(Device::cpu()).clone());
-  };
-  put("wte", value("wte", wte->weight));
-  for (const auto& [name, pick] : kLayerTensors) {
-    TensorList per_layer;
-    for (const auto& block : h) per_layer.push_back(value(name, pick(*block)));
-    put(name, stack(per_layer, 0));
-  }
-  put("lnfw", value("lnfw", ln_f->weight));
-  put("wlmhead", value("wlmhead", lm_head->weight));
-  return out;
+  return gather_llmc_tensors("LLaMA3.llmc_tensors", llmc_layout(*this), gradients);
 }
 
 void LLaMA3Impl::load_llmc_tensors(const std::vector<std::pair<std::string, Tensor>>& tensors) {
-  NoGradGuard no_grad;
-  const std::string op = "LLaMA3.load_llmc_tensors";
-  const auto expected = llmc::llama3_layout(config.to_llmc());  // names, order and shapes
-  if (tensors.size() != expected.size())
-    throw Error(op, concat("expected ", expected.size(), " tensors, got ", tensors.size()));
-  for (std::size_t i = 0; i < tensors.size(); ++i) {
-    const auto& [name, value] = tensors[i];
-    if (name != expected[i].first)
-      throw Error(op, concat("tensor ", i, " should be \"", expected[i].first, "\", got \"", name, "\""));
-    if (value.shape() != expected[i].second)
-      throw ShapeError(op, concat("\"", name, "\" should have shape ", expected[i].second, ", got ", value.shape()));
-  }
-  auto copy = [](Tensor param, const Tensor& value) { param.copy_(value); };
-  copy(wte->weight, tensors[0].second);
-  for (std::size_t k = 0; k < std::size(kLayerTensors); ++k)
-    for (std::size_t l = 0; l < h.size(); ++l)
-      copy(kLayerTensors[k].second(*h[l]), tensors[1 + k].second.select(0, static_cast<std::int64_t>(l)));
-  copy(ln_f->weight, tensors[tensors.size() - 2].second);
-  copy(lm_head->weight, tensors.back().second);
+  scatter_llmc_tensors("LLaMA3.load_llmc_tensors", llmc_layout(*this), tensors);
 }
 
 std::string LLaMA3Impl::extra_repr() const {

@@ -1,0 +1,38 @@
+// A model's parameters in the order of an llm.c checkpoint: the model lists its whole
+// tensors and its per-layer ones by name, and these functions turn that list into the
+// checkpoint's tensors (per-layer ones stacked along a new dim 0) and back. GPT2 and
+// LLaMA3's llmc_tensors / load_llmc_tensors are built on them.
+module;
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+export module infini.nn:llmc_layout;
+import infini.autograd;
+
+export namespace infini::nn {
+
+struct LlmcLayout {
+  struct Entry {
+    std::string name;
+    std::vector<Tensor> params;  // one whole tensor, or one per layer (stacked in the file)
+    bool per_layer = false;
+  };
+  std::vector<Entry> entries;  // in the checkpoint's order
+
+  void whole(std::string name, const Tensor& param) { entries.push_back({std::move(name), {param}, false}); }
+  void layers(std::string name, std::vector<Tensor> per_layer) {
+    entries.push_back({std::move(name), std::move(per_layer), true});
+  }
+};
+
+// The layout's tensors, or with `gradients` its parameters' grads (Error from `op` naming a
+// parameter without one), as new float32 CPU tensors.
+std::vector<std::pair<std::string, Tensor>> gather_llmc_tensors(std::string_view op, const LlmcLayout& layout,
+                                                                bool gradients);
+// Copies `tensors` into the layout's parameters after checking that their names, order and
+// shapes are exactly the layout's (Error / ShapeError from `op` naming the tensor).
+void scatter_llmc_tensors(std::string_view op, const LlmcLayout& layout,
+                          const std::vector<std::pair<std::string, Tensor>>& tensors);
+
+}  // namespace infini::nn
