@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include <CLI/CLI.hpp>
 
@@ -48,6 +49,25 @@ struct LanguageModel {
   std::function<void(const std::filesystem::path&)> export_llmc;  // writes an llm.c checkpoint
   std::string llmc_name;  // its file name inside --save
 };
+
+// The loop's view of a model holder with config, forward, forward_cached and loss
+// (nn::GPT2, nn::LLaMA3); export_llmc writes it as llmc_name inside --save.
+template <class Holder>
+LanguageModel language_model(Holder model, std::function<void(const std::filesystem::path&)> export_llmc,
+                             std::string llmc_name) {
+  return {.module = model.ptr(),
+          .vocab_size = model->config.vocab_size,
+          .max_seq_len = model->config.max_seq_len,
+          .logits = [model](const infini::Tensor& idx) { return model(idx); },
+          .logits_cached = [model](const infini::Tensor& idx, infini::nn::KVCache& cache) {
+            return model->forward_cached(idx, cache);
+          },
+          .loss = [model](const infini::Tensor& logits, const infini::Tensor& targets) {
+            return model->loss(logits, targets);
+          },
+          .export_llmc = std::move(export_llmc),
+          .llmc_name = std::move(llmc_name)};
+}
 
 // Runs the training; returns the process exit code.
 int train(const LanguageModel& model, const TrainFlags& flags);

@@ -75,18 +75,10 @@ int main(int argc, char** argv) {
   try {
     samples::prepare_run(f);
     nn::GPT2 model = make_model(m);
-    samples::LanguageModel lm{
-        .module = model.ptr(),
-        .vocab_size = model->config.vocab_size,
-        .max_seq_len = model->config.max_seq_len,
-        .logits = [model](const Tensor& idx) { return model(idx); },
-        .logits_cached = [model](const Tensor& idx, nn::KVCache& cache) { return model->forward_cached(idx, cache); },
-        .loss = [model](const Tensor& logits, const Tensor& targets) { return model->loss(logits, targets); },
-        .export_llmc = [model](const std::filesystem::path& path) {
-          llmc::write_gpt2_checkpoint(path, to_llmc(model));
-        },
-        .llmc_name = "gpt2.bin"};
-    return samples::train(lm, f);
+    const auto export_llmc = [model](const std::filesystem::path& path) {
+      llmc::write_gpt2_checkpoint(path, to_llmc(model));
+    };
+    return samples::train(samples::language_model(model, export_llmc, "gpt2.bin"), f);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "gpt2: %s\n", e.what());
     return 1;
