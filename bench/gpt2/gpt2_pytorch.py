@@ -32,7 +32,10 @@ class Block(nn.Module):
         B, T, C = x.shape
         q, k, v = self.c_attn(self.ln_1(x)).split(C, dim=2)
         q, k, v = (t.view(B, T, self.NH, C // self.NH).transpose(1, 2) for t in (q, k, v))
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        # PyTorch 1.13 (Debian's) has no F.scaled_dot_product_attention: llm.c's train_gpt2.py form.
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+        causal = torch.ones(T, T, dtype=torch.bool, device=x.device).tril()
+        y = F.softmax(att.masked_fill(~causal, float("-inf")), dim=-1) @ v
         x = x + self.c_proj(y.transpose(1, 2).reshape(B, T, C))
         return x + self.mlp_proj(F.gelu(self.c_fc(self.ln_2(x)), approximate="tanh"))
 

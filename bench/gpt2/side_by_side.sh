@@ -4,12 +4,14 @@
 # (mean after the first step) with the forward / backward / optimizer split, and the ratio.
 #   bench/gpt2/side_by_side.sh [MODEL d12] [B 4] [T 64] [STEPS 10] [THREADS 2]
 # Needs a release build (cmake --build --preset release --target gpt2) and Debian's PyTorch
-# (apt-get install python3-torch), importable from /usr/bin/python3.
+# with a BLAS worth timing (apt-get install python3-torch libopenblas0-pthread: Debian builds
+# torch against the system libblas, and the reference one is about 15x slower), importable from
+# /usr/bin/python3.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 model=${1:-d12} B=${2:-4} T=${3:-64} steps=${4:-10} threads=${5:-2}
 /usr/bin/python3 -c "import torch" 2>/dev/null ||
-  { echo "side_by_side: PyTorch is missing: apt-get install python3-torch (for /usr/bin/python3)" >&2; exit 1; }
+  { echo "side_by_side: PyTorch is missing: apt-get install python3-torch libopenblas0-pthread (for /usr/bin/python3)" >&2; exit 1; }
 [ -x build/release/bin/gpt2 ] || { echo "side_by_side: build gpt2 first (cmake --build --preset release --target gpt2)" >&2; exit 1; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
