@@ -45,6 +45,26 @@ TEST(Engine, TensorUsedSeveralTimesSumsGradients) {
   EXPECT_DOUBLE_EQ(vals(x.grad())[0], 3 * 9 + 2 * 3);
 }
 
+// The engine reuses gradient buffers nothing else holds (summing in place, keeping one as
+// .grad); a gradient the caller still holds, even through a reshaped view, is copied instead.
+TEST(Engine, GradientsTheCallerHoldsAreNeverReusedInPlace) {
+  Tensor x = leaf({1, 2, 3});
+  const Tensor g = from_vector<double>({1, 1, 1}, {3, 1});
+  x.view({3, 1}).backward(g);  // the view's backward reshapes g without a copy
+  Tensor grad = x.grad();
+  add_(grad, full({3}, 5.0, {.dtype = kFloat64}));
+  EXPECT_EQ(vals(g), (std::vector<double>{1, 1, 1}));
+  EXPECT_EQ(vals(x.grad()), (std::vector<double>{6, 6, 6}));
+  // Two uses of one tensor: the second gradient is summed into the first buffer in place;
+  // the caller's gradient is read, never written.
+  Tensor y = leaf({1, 2});
+  const Tensor h = from_vector<double>({10, 20});
+  Tensor u = mul(y, 3.0);
+  add(mul(u, 2.0), u).backward(h);  // d/dy = 3 * (2 + 1) * h
+  EXPECT_EQ(vals(y.grad()), (std::vector<double>{90, 180}));
+  EXPECT_EQ(vals(h), (std::vector<double>{10, 20}));
+}
+
 TEST(Engine, BroadcastGradientsAreSummed) {
   Tensor a = leaf({1, 2, 3}, {3, 1});
   Tensor b = leaf({10, 20}, {1, 2});

@@ -213,11 +213,7 @@ LlmcLayout llmc_layout(const GPT2Impl& model) {
   LlmcLayout layout;
   layout.whole("wte", model.wte->weight);
   layout.whole("wpe", model.wpe->weight);
-  for (const auto& [name, pick] : kLayerTensors) {
-    std::vector<Tensor> per_layer;
-    for (const auto& block : model.h) per_layer.push_back(pick(*block));
-    layout.layers(std::string(name), std::move(per_layer));
-  }
+  for (const auto& [name, pick] : kLayerTensors) layout.layers(std::string(name), model.h, pick);
   layout.whole("lnfw", model.ln_f->weight);
   layout.whole("lnfb", model.ln_f->bias);
   return layout;

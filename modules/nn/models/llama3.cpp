@@ -321,11 +321,7 @@ constexpr std::pair<std::string_view, Tensor (*)(const LLaMA3BlockImpl&)> kLayer
 LlmcLayout llmc_layout(const LLaMA3Impl& model) {
   LlmcLayout layout;
   layout.whole("wte", model.wte->weight);
-  for (const auto& [name, pick] : kLayerTensors) {
-    std::vector<Tensor> per_layer;
-    for (const auto& block : model.h) per_layer.push_back(pick(*block));
-    layout.layers(std::string(name), std::move(per_layer));
-  }
+  for (const auto& [name, pick] : kLayerTensors) layout.layers(std::string(name), model.h, pick);
   layout.whole("lnfw", model.ln_f->weight);
   layout.whole("wlmhead", model.lm_head->weight);
   return layout;

@@ -3,6 +3,7 @@
 // checkpoint's tensors (per-layer ones stacked along a new dim 0) and back. GPT2 and
 // LLaMA3's llmc_tensors / load_llmc_tensors are built on them.
 module;
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -21,7 +22,11 @@ struct LlmcLayout {
   std::vector<Entry> entries;  // in the checkpoint's order
 
   void whole(std::string name, const Tensor& param) { entries.push_back({std::move(name), {param}, false}); }
-  void layers(std::string name, std::vector<Tensor> per_layer) {
+  // pick(block) for every block, stacked in the file.
+  template <class Block>
+  void layers(std::string name, const std::vector<std::shared_ptr<Block>>& blocks, Tensor (*pick)(const Block&)) {
+    std::vector<Tensor> per_layer;
+    for (const auto& block : blocks) per_layer.push_back(pick(*block));
     entries.push_back({std::move(name), std::move(per_layer), true});
   }
 };
