@@ -3,7 +3,8 @@
 // proj 3072->768, lm head 768->50304), and the transposed operands linear uses: its forward
 // x @ W^T reads W (N,K) transposed, its weight gradient g^T @ x reads g (K,M) transposed
 // (at the layer shapes and at the weight gradients' own shapes, whose depth is B*T).
-// Also linear with bias, a batch of small products (attention-sized) and float64, and
+// Also linear with bias, a batch of small products (attention-sized), bfloat16 operands on
+// AMX tiles (set_float32_matmul_precision(kMedium)) and float64, and
 // FmaPeak: the FP32 FMA peak of the same threads, measured now (on a shared VM it moves).
 // Repeated runs report mean, median and max; max is the best repetition's GFLOP/s.
 //   OMP_NUM_THREADS=2 build/release/bin/matmul_bench --benchmark_repetitions=5
@@ -96,6 +97,21 @@ void BmmSmall(benchmark::State& state) {
   set_flops(state, 2.0 * batch * t * t * d);
 }
 
+// Float32 products under set_float32_matmul_precision(kMedium): bfloat16 operands on AMX
+// tiles (x @ W^T, linear's forward), where the CPU has them.
+void MatmulMediumTransposedB(benchmark::State& state) {
+  if (!has_bfloat16_matmul()) {
+    state.SkipWithError("no AMX-BF16 here");
+    return;
+  }
+  const std::int64_t m = state.range(0), k = state.range(1), n = state.range(2);
+  const Tensor x = randn({m, k}), w = randn({n, k});
+  set_float32_matmul_precision(MatmulPrecision::kMedium);
+  for (auto _ : state) benchmark::DoNotOptimize(matmul(x, w.t()));
+  set_float32_matmul_precision(MatmulPrecision::kHighest);
+  set_flops(state, 2.0 * m * n * k);
+}
+
 void MatmulF64(benchmark::State& state) {
   const std::int64_t m = state.range(0), k = state.range(1), n = state.range(2);
   const Tensor a = randn({m, k}, {.dtype = kFloat64}), b = randn({k, n}, {.dtype = kFloat64});
@@ -157,6 +173,7 @@ BENCHMARK(Matmul)->Apply([](auto* b) { demo_head(b, 1024, 50304, 256); });
 BENCHMARK(MatmulTransposedA)->Apply([](auto* b) { demo_head(b, 50304, 1024, 256); });
 BENCHMARK(Linear)->ArgNames({"M", "K", "N"})->Args({256, 768, 2304})->Apply(timed);
 BENCHMARK(BmmSmall)->ArgNames({"B", "T", "D"})->Args({48, 64, 64})->Apply(timed);
+BENCHMARK(MatmulMediumTransposedB)->Apply(gpt2_shapes);
 BENCHMARK(MatmulF64)->ArgNames({"M", "K", "N"})->Args({1024, 1024, 1024})->Apply(timed);
 
 }  // namespace

@@ -2,10 +2,21 @@
 // dims, the added bias, and the folding of batch dims into rows where that turns a batch
 // of GEMMs into one large GEMM (x (B,T,C) @ w (C,D) is one (B*T,C) @ (C,D) product).
 module;
+#include <atomic>
 #include <cstdint>
 #include <string_view>
 #include <vector>
 module infini.kernels;
+
+namespace infini {
+namespace {
+std::atomic<MatmulPrecision> matmul_precision{MatmulPrecision::kHighest};
+}  // namespace
+
+void set_float32_matmul_precision(MatmulPrecision precision) { matmul_precision.store(precision); }
+MatmulPrecision float32_matmul_precision() { return matmul_precision.load(); }
+
+}  // namespace infini
 
 namespace infini::kernels {
 namespace {

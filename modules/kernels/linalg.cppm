@@ -16,6 +16,16 @@ struct GemmKernel {
   using Fn = void (*)(const Tensor& out, const Tensor& a, const Tensor& b, double alpha, double beta);
 };
 
+// How float32 matrix products may compute, as torch.set_float32_matmul_precision:
+// kHighest (the default) in float32; kMedium with each operand rounded to bfloat16 and the
+// products summed in float32, where this CPU has a unit that does that faster (AMX-BF16),
+// in float32 elsewhere. Process-wide; float64 products are never affected.
+enum class MatmulPrecision { kHighest, kMedium };
+void set_float32_matmul_precision(MatmulPrecision precision);
+MatmulPrecision float32_matmul_precision();
+// True when kMedium float32 products do run on bfloat16 operands in this process.
+bool has_bfloat16_matmul();
+
 namespace kernels {
 
 struct MatmulOptions {

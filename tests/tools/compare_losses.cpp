@@ -1,6 +1,7 @@
-// compare_losses EXPECTED.json METRICS.jsonl: exit 0 when the "loss" of every step line of
-// the metrics file matches expected.json's "losses" within its "tolerance_abs" (and there are
-// as many), else 1 with the first mismatch. Used by the trainers' reference tests.
+// compare_losses EXPECTED.json METRICS.jsonl [TOLERANCE]: exit 0 when the "loss" of every
+// step line of the metrics file matches expected.json's "losses" within its "tolerance_abs"
+// (or TOLERANCE) and there are as many, else 1 with the first mismatch. Used by the
+// trainers' reference tests.
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -10,14 +11,14 @@
 #include <nlohmann/json.hpp>
 
 int main(int argc, char** argv) {
-  if (argc != 3) {
-    std::fprintf(stderr, "usage: compare_losses EXPECTED.json METRICS.jsonl\n");
+  if (argc != 3 && argc != 4) {
+    std::fprintf(stderr, "usage: compare_losses EXPECTED.json METRICS.jsonl [TOLERANCE]\n");
     return 2;
   }
   try {
     const nlohmann::json expected = nlohmann::json::parse(std::ifstream(argv[1]));
     const std::vector<double> want = expected.at("losses").get<std::vector<double>>();
-    const double tolerance = expected.at("tolerance_abs").get<double>();
+    const double tolerance = argc == 4 ? std::stod(argv[3]) : expected.at("tolerance_abs").get<double>();
     std::vector<double> got;
     std::ifstream metrics(argv[2]);
     for (std::string line; std::getline(metrics, line);) {

@@ -1,4 +1,5 @@
-// CPU batched GEMM: the product of each batch index through gemm_eigen.h (Eigen).
+// CPU batched GEMM: the product of each batch index through gemm_eigen.h (Eigen, the
+// packed SGEMM, or AMX tiles under float32_matmul_precision() == kMedium).
 // Operands whose matrices are row- or column-major (transposed) views are read in place;
 // other layouts are copied first. A large product is split over the OpenMP threads
 // (inside gemm); a batch of small ones is spread over them, one whole product per thread.
@@ -7,9 +8,11 @@ module;
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "gemm_eigen.h"
+#include "sgemm_amx.h"
 module infini.kernels;
 
 namespace infini::kernels {
@@ -84,11 +87,16 @@ void gemm_typed(const Tensor& out, Tensor a, Tensor b, double alpha, double beta
   const T* pb = static_cast<const T*>(b.data_ptr());
   const auto offsets = batch_offsets(out, a, b);
   const auto count = static_cast<std::int64_t>(offsets.size());
+  const bool bf16_operands = float32_matmul_precision() == MatmulPrecision::kMedium;
   auto product = [&](std::int64_t i, bool parallel) {
     cpu::MatrixArg<T> ai = ma, bi = mb;
     ai.data = pa + offsets[i][0];
     bi.data = pb + offsets[i][1];
-    return cpu::gemm(m, n, k, static_cast<T>(alpha), ai, bi, static_cast<T>(beta), pc + offsets[i][2], n, parallel);
+    if constexpr (std::is_same_v<T, float>)
+      return cpu::gemm(m, n, k, static_cast<T>(alpha), ai, bi, static_cast<T>(beta), pc + offsets[i][2], n, parallel,
+                       bf16_operands);
+    else
+      return cpu::gemm(m, n, k, static_cast<T>(alpha), ai, bi, static_cast<T>(beta), pc + offsets[i][2], n, parallel);
   };
   std::atomic<bool> ok{true};
   if (count == 1 || m * n * k > kSmallGemm) {
@@ -118,3 +126,5 @@ const bool registered = [] {
 
 }  // namespace
 }  // namespace infini::kernels
+
+bool infini::has_bfloat16_matmul() { return cpu::amx_bf16_ready(); }

@@ -1,12 +1,15 @@
-// GEMM (see gemm_eigen.h). Float products that suit it go to the packed AVX-512 kernel
-// of sgemm_packed.cpp; the rest, and every double product, to Eigen. Eigen's operands are
-// Eigen::Maps over the caller's memory, row- or column-major as they lie, so transposed
-// operands are never copied; Eigen packs them into its own cache blocks. Threading is ours, not Eigen's: c is cut
-// into one column (or row) block per OpenMP thread and each block is a single-threaded
-// Eigen product. On a 2-core machine this measured at least as fast as Eigen's parallel
-// GEMM, and it keeps every allocation failure inside a region that catches it.
+// GEMM (see gemm_eigen.h). Float products that may take bfloat16 operands go to the AMX
+// kernel of sgemm_amx.cpp where it suits them; other float products that suit it to the
+// packed AVX-512 kernel of sgemm_packed.cpp; the rest, and every double product, to Eigen.
+// Eigen's operands are Eigen::Maps over the caller's memory, row- or column-major as they
+// lie, so transposed operands are never copied; Eigen packs them into its own cache
+// blocks. Threading is ours, not Eigen's: c is cut into one column (or row) block per
+// OpenMP thread and each block is a single-threaded Eigen product. On a 2-core machine
+// this measured at least as fast as Eigen's parallel GEMM, and it keeps every allocation
+// failure inside a region that catches it.
 #define EIGEN_DONT_PARALLELIZE
 #include "gemm_eigen.h"
+#include "sgemm_amx.h"
 #include "sgemm_packed.h"
 
 #include <omp.h>
@@ -111,7 +114,11 @@ bool gemm_impl(std::int64_t m, std::int64_t n, std::int64_t k, T alpha, const Ma
 }  // namespace
 
 bool gemm(std::int64_t m, std::int64_t n, std::int64_t k, float alpha, MatrixArg<float> a, MatrixArg<float> b,
-          float beta, float* c, std::int64_t ldc, bool parallel) noexcept {
+          float beta, float* c, std::int64_t ldc, bool parallel, bool bf16_operands) noexcept {
+  if constexpr (kHasAmxBf16) {
+    if (bf16_operands && amx_bf16_suits(m, n, k) && amx_bf16_ready())
+      return amx_bf16_gemm(m, n, k, alpha, a, b, beta, c, ldc, parallel ? threads_for(m, n, k) : 1);
+  }
   if constexpr (kHasPackedSgemm) {
     if (packed_sgemm_suits(m, n, k)) return packed_sgemm(m, n, k, alpha, a, b, beta, c, ldc, parallel ? threads_for(m, n, k) : 1);
   }

@@ -18,6 +18,8 @@
 // Buffers are thread_local and only grow: at most kPackedA floats (8 MiB) for a on
 // the calling thread, kDepth x kTaskCols (192 KiB) for b per thread.
 #include "sgemm_packed.h"
+#include "pack_buffer.h"
+#include "simd_transpose.h"
 
 #if defined(__AVX512F__)
 #include <immintrin.h>
@@ -26,8 +28,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
-#include <memory>
-#include <new>
 
 namespace infini::cpu {
 namespace {
@@ -38,54 +38,6 @@ constexpr std::int64_t kDepth = 384;         // inner-dimension slice of one mic
 constexpr std::int64_t kTaskCols = 128;      // columns of c per task
 constexpr std::int64_t kRowBlock = 1024;     // rows of a packed at once, at most
 constexpr std::int64_t kPackedA = 1 << 21;   // floats of a packed at once, at most
-
-// A 64-byte aligned float buffer that grows on demand and is kept for the next product.
-class PackBuffer {
- public:
-  // The first `count` floats, or nullptr when they cannot be allocated.
-  float* reserve(std::int64_t count) noexcept {
-    if (count > capacity_) {
-      data_.reset(new (std::align_val_t(64), std::nothrow) float[static_cast<std::size_t>(count)]);
-      capacity_ = data_ ? count : 0;
-    }
-    return data_.get();
-  }
-
- private:
-  struct AlignedDelete {
-    void operator()(float* p) const noexcept { ::operator delete[](p, std::align_val_t(64)); }
-  };
-  std::unique_ptr<float[], AlignedDelete> data_;
-  std::int64_t capacity_ = 0;
-};
-
-// Loads a 16 x 16 block: row r (r < rows) is `cols` floats at src + r * ld, the rest of
-// the block zero. Returns it transposed: out[t] holds column t (lane r = row r).
-void load_transposed(const float* src, std::int64_t ld, std::int64_t rows, std::int64_t cols, __m512 out[16]) noexcept {
-  const __mmask16 mask = static_cast<__mmask16>(cols >= 16 ? 0xffff : (1u << cols) - 1);
-  __m512 r[16], t[16];
-  for (int i = 0; i < 16; ++i) r[i] = i < rows ? _mm512_maskz_loadu_ps(mask, src + i * ld) : _mm512_setzero_ps();
-  // Interleave pairs of rows, then pairs of pairs (within 128-bit lanes), then lanes.
-  for (int i = 0; i < 16; i += 2) {
-    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
-    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
-  }
-  for (int i = 0; i < 16; i += 4) {
-    r[i] = _mm512_shuffle_ps(t[i], t[i + 2], 0x44);
-    r[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], 0xee);
-    r[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0x44);
-    r[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0xee);
-  }
-  for (int h = 0; h < 16; h += 8)
-    for (int i = 0; i < 4; ++i) {
-      t[h + i] = _mm512_shuffle_f32x4(r[h + i], r[h + i + 4], 0x88);
-      t[h + i + 4] = _mm512_shuffle_f32x4(r[h + i], r[h + i + 4], 0xdd);
-    }
-  for (int i = 0; i < 8; ++i) {
-    out[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88);
-    out[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xdd);
-  }
-}
 
 constexpr __mmask16 kPanelRow = (1u << kMR) - 1;  // kMR floats of a 16-lane store
 
@@ -220,8 +172,7 @@ void micro_kernel(std::int64_t depth, const float* __restrict a, const float* __
       acc[i][1] = _mm512_fmadd_ps(ai, b1, acc[i][1]);
     }
   }
-  const auto mask = [](std::int64_t n) { return static_cast<__mmask16>(n >= 16 ? 0xffff : n <= 0 ? 0 : (1u << n) - 1); };
-  const __mmask16 m0 = mask(cols), m1 = mask(cols - 16);
+  const __mmask16 m0 = first_lanes(cols), m1 = first_lanes(cols - 16);
   const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
   const auto store_row = [&](std::int64_t i) {
     float* ci = c + i * ldc;
@@ -264,7 +215,7 @@ bool packed_sgemm(std::int64_t m, std::int64_t n, std::int64_t k, float alpha, c
   // Super blocks of a: kRowBlock rows (fewer when m is) by as much depth as kPackedA allows.
   const std::int64_t max_panels = (std::min(m, kRowBlock) + kMR - 1) / kMR;
   const std::int64_t depth_block_max = std::max(kDepth, kPackedA / (max_panels * kMR) / kDepth * kDepth);
-  thread_local PackBuffer a_buffer;
+  thread_local PackBuffer<float> a_buffer;
   float* a_packed = a_buffer.reserve(max_panels * kMR * std::min(k, depth_block_max));
   if (a_packed == nullptr) return false;
   std::atomic<bool> ok{true};
@@ -277,7 +228,7 @@ bool packed_sgemm(std::int64_t m, std::int64_t n, std::int64_t k, float alpha, c
 #pragma omp parallel num_threads(threads) if (threads > 1)
       {
         pack_a_block(a, r0, rows, d0, depth_block, panels, a_packed);  // ends with a barrier
-        thread_local PackBuffer b_buffer;
+        thread_local PackBuffer<float> b_buffer;
         float* b_packed = b_buffer.reserve(kDepth * kTaskCols);
         if (b_packed == nullptr) ok = false;
         std::int64_t task = next_task.fetch_add(1);
