@@ -199,9 +199,10 @@ int train(const LanguageModel& lm, const TrainFlags& f) {
       loss_sum += loss.item<double>();
     }
     const auto t_update = Clock::now();
-    const double norm = optim::clip_grad_norm_(params, f.grad_clip > 0 ? f.grad_clip : optim::kInfNorm);
+    // Clipping's scale is folded into AdamW's update (no pass over the grads of its own).
+    const double norm = optim::total_grad_norm(params);
     const double lr = schedule->get_last_lr()[0];
-    optimizer->step();
+    optimizer->scaled_step(f.grad_clip > 0 ? optim::clip_coefficient(norm, f.grad_clip) : 1.0);
     schedule->step();
     const auto end = Clock::now();
     const double ms = std::chrono::duration<double, std::milli>(end - start).count();

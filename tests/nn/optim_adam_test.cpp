@@ -162,6 +162,56 @@ TEST(OptimAdamW, GroupsWithTheirOwnOptionsAndAParamWithoutGrad) {
   EXPECT_EQ(values(state.at("param_groups.1.params")), (std::vector<double>{2}));
 }
 
+// scaled_step(s) makes the update of mul_(grad, s) + step(), bit for bit, in float32 (whose
+// rounding of g * s it must repeat) and float64, for AdamW with decay and for Adam with L2
+// and amsgrad; Adam leaves the grads unscaled, SGD (the default path) scales them in place.
+template <class Opt, class Options>
+void check_scaled_step(const Options& options, DataType dtype) {
+  Tensor fused = param(kStart, dtype), reference = param(kStart, dtype);
+  Opt fused_opt({fused}, options), reference_opt({reference}, options);
+  for (int t = 0; t < 4; ++t) {
+    const double scale = 0.37 / (t + 1);
+    set_grad(fused, grad_at(t));
+    set_grad(reference, grad_at(t));
+    fused_opt.scaled_step(scale);
+    {
+      NoGradGuard no_grad;
+      Tensor grad = reference.grad();
+      mul_(grad, scale);
+    }
+    reference_opt.step();
+    expect_identical(fused, reference, "step " + std::to_string(t));
+    expect_identical(fused.grad(), from_vector(grad_at(t)).to(dtype), "the grad stays unscaled");
+  }
+  const StateDict a = fused_opt.state_dict(), b = reference_opt.state_dict();
+  expect_identical(a.at("state.0.exp_avg"), b.at("state.0.exp_avg"), "exp_avg");
+  expect_identical(a.at("state.0.exp_avg_sq"), b.at("state.0.exp_avg_sq"), "exp_avg_sq");
+}
+
+TEST(OptimAdamW, ScaledStepEqualsScalingTheGradsFirst) {
+  for (DataType dtype : {kFloat32, kFloat64}) {
+    check_scaled_step<AdamW>(AdamWOptions{.lr = 0.01, .weight_decay = 0.1}, dtype);
+    check_scaled_step<Adam>(AdamOptions{.lr = 0.01, .weight_decay = 0.1, .amsgrad = true}, dtype);
+  }
+  // A scale of 1 is step() itself.
+  Tensor a = param(kStart, kFloat32), b = param(kStart, kFloat32);
+  AdamW opt_a({a}, AdamWOptions{.lr = 0.1}), opt_b({b}, AdamWOptions{.lr = 0.1});
+  set_grad(a, grad_at(0));
+  set_grad(b, grad_at(0));
+  opt_a.scaled_step(1.0);
+  opt_b.step();
+  expect_identical(a, b);
+}
+
+TEST(OptimSGD, ScaledStepScalesTheGradsThenSteps) {
+  Tensor p = param(kStart);
+  SGD opt({p}, SGDOptions{.lr = 0.5});
+  set_grad(p, grad_at(0));
+  opt.scaled_step(0.25);
+  expect_close(values(p.grad()), {0.5, -0.375, 0.075}, 1e-15);
+  expect_close(values(p), {1.0 - 0.5 * 0.5, -2.0 + 0.5 * 0.375, 0.5 - 0.5 * 0.075}, 1e-15);
+}
+
 TEST(OptimAdamW, StepCountsPerParameter) {
   // A parameter that misses a step has its own (smaller) step count for bias correction.
   Tensor a = param({1.0}), b = param({1.0});

@@ -52,6 +52,21 @@ TEST(OptimClipGrad, OneAndThreeNorms) {
   EXPECT_NEAR(clip_grad_norm_({a}, 100.0, 3.0), std::cbrt(1.0 + 8.0 + 27.0), 1e-14);
 }
 
+TEST(OptimClipGrad, TotalNormAndCoefficientAreClipGradNormInTwoHalves) {
+  Tensor a = param({0, 0}), b = param({0});
+  set_grad(a, {3.0, 4.0});
+  set_grad(b, {12.0});
+  EXPECT_DOUBLE_EQ(total_grad_norm({a, b}), 13.0);
+  EXPECT_EQ(values(a.grad()), (std::vector<double>{3.0, 4.0}));  // untouched
+  EXPECT_DOUBLE_EQ(total_grad_norm({a, b}, kInfNorm), 12.0);
+  EXPECT_EQ(clip_coefficient(13.0, 1.3), 1.3 / (13.0 + 1e-6));
+  EXPECT_EQ(clip_coefficient(0.5, 1.0), 1.0);  // clamped to 1
+  EXPECT_TRUE(std::isnan(clip_coefficient(std::nan(""), 1.0)));  // NaN passes, as in clip_grad_norm_
+  EXPECT_EQ(total_grad_norm({}), 0.0);
+  expect_error<Error>([] { clip_coefficient(1.0, -1.0); }, "clip_coefficient", "max_norm must be >= 0");
+  expect_error<Error>([&] { total_grad_norm({a}, 0.0); }, "total_grad_norm", "norm_type must be > 0");
+}
+
 TEST(OptimClipGrad, NoGradsGiveZero) {
   Tensor a = param({1.0});
   EXPECT_EQ(clip_grad_norm_({a}, 1.0), 0.0);

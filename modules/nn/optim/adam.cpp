@@ -64,6 +64,11 @@ AdamState AdamBase<Options, kDecoupled>::read_state(StateReader& in, const Tenso
 
 template <class Options, bool kDecoupled>
 void AdamBase<Options, kDecoupled>::step() {
+  scaled_step(1.0);
+}
+
+template <class Options, bool kDecoupled>
+void AdamBase<Options, kDecoupled>::scaled_step(double grad_scale) {
   this->for_each_grad([&](std::size_t group, std::size_t index, const Tensor& param, const Tensor& grad) {
     const Options& o = this->options_[group];
     std::optional<AdamState>& state = this->state_[index];
@@ -84,7 +89,8 @@ void AdamBase<Options, kDecoupled>::step() {
                   .weight_decay = o.weight_decay,
                   .decoupled_weight_decay = kDecoupled,
                   .amsgrad = o.amsgrad,
-                  .step = state->step});
+                  .step = state->step,
+                  .grad_scale = grad_scale});
   });
 }
 

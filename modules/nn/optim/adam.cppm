@@ -50,6 +50,7 @@ template <class Options, bool kDecoupled>
 class AdamBase : public TypedOptimizer<Options, AdamState> {
  public:
   void step() override;
+  void scaled_step(double grad_scale) override;
 
  protected:
   AdamBase(std::string name, Options defaults) : TypedOptimizer<Options, AdamState>(std::move(name), defaults) {}

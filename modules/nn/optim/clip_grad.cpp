@@ -106,11 +106,10 @@ double combine_grad(const Tensor& grad, double p) {
 
 }  // namespace
 
-double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, double norm_type, bool error_if_nonfinite) {
-  constexpr std::string_view op = "clip_grad_norm_";
+namespace {
+
+double total_norm_of(std::string_view op, const std::vector<Tensor>& grads, double norm_type, bool error_if_nonfinite) {
   if (!(norm_type > 0)) throw Error(op, concat("norm_type must be > 0 or infinity, got ", norm_type));
-  if (!(max_norm >= 0)) throw Error(op, concat("max_norm must be >= 0, got ", max_norm));
-  const std::vector<Tensor> grads = grads_of(op, params);
   if (grads.empty()) return 0.0;
   const NormKind kind = norm_kind(norm_type);
   double sum = 0;
@@ -119,8 +118,34 @@ double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, doubl
   if (error_if_nonfinite && !std::isfinite(total))
     throw Error(op, concat("the total norm of order ", norm_type, " of the gradients is non-finite (", total,
                            "), so they cannot be clipped (pass error_if_nonfinite = false to scale them by it anyway)"));
-  const double coefficient = max_norm / (total + 1e-6);
-  if (!(coefficient >= 1.0)) {  // PyTorch clamps the coefficient to at most 1; NaN passes
+  return total;
+}
+
+void check_max_norm(std::string_view op, double max_norm) {
+  if (!(max_norm >= 0)) throw Error(op, concat("max_norm must be >= 0, got ", max_norm));
+}
+
+}  // namespace
+
+double total_grad_norm(const std::vector<Tensor>& params, double norm_type, bool error_if_nonfinite) {
+  constexpr std::string_view op = "total_grad_norm";
+  return total_norm_of(op, grads_of(op, params), norm_type, error_if_nonfinite);
+}
+
+double clip_coefficient(double total_norm, double max_norm) {
+  check_max_norm("clip_coefficient", max_norm);
+  const double coefficient = max_norm / (total_norm + 1e-6);
+  return coefficient >= 1.0 ? 1.0 : coefficient;  // PyTorch clamps it to at most 1; NaN passes
+}
+
+double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, double norm_type, bool error_if_nonfinite) {
+  constexpr std::string_view op = "clip_grad_norm_";
+  check_max_norm(op, max_norm);
+  const std::vector<Tensor> grads = grads_of(op, params);
+  const double total = total_norm_of(op, grads, norm_type, error_if_nonfinite);
+  if (grads.empty()) return total;
+  const double coefficient = clip_coefficient(total, max_norm);
+  if (coefficient != 1.0) {
     NoGradGuard no_grad;
     for (Tensor g : grads) mul_(g, coefficient);
   }

@@ -18,6 +18,13 @@ inline constexpr double kInfNorm = std::numeric_limits<double>::infinity();
 double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, double norm_type = 2.0,
                        bool error_if_nonfinite = false);
 
+// The two halves of clip_grad_norm_, for an optimizer that folds the scaling into its update
+// (Optimizer::scaled_step): the total norm, grads untouched, and the coefficient the grads
+// would be multiplied by: max_norm / (total_norm + 1e-6) when that is below 1 or NaN, else 1.
+//   optimizer.scaled_step(clip_coefficient(total_grad_norm(params), max_norm));
+double total_grad_norm(const std::vector<Tensor>& params, double norm_type = 2.0, bool error_if_nonfinite = false);
+double clip_coefficient(double total_norm, double max_norm);
+
 // Clamps every grad to [-clip_value, clip_value] (NaN stays NaN); clip_value >= 0.
 void clip_grad_value_(const std::vector<Tensor>& params, double clip_value);
 

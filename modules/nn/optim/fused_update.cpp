@@ -9,7 +9,8 @@
 //          b = first ? g : b * mu + (1 - damp) * g  clone(grad) / buf.mul_(mu).add_(grad, alpha=1-damp)
 //          g = nesterov ? g + mu * b : b            grad.add(buf, alpha=mu) / buf
 //          p = p + (-lr) * g                       param.add_(grad, alpha=-lr)
-//   Adam:  g = grad + wd * p                       (Adam, L2)   grad.add(param, alpha=weight_decay)
+//   Adam:  g = grad * s                            (scaled_step) grad.mul_(s), clip_grad_norm_'s coefficient
+//          g = g + wd * p                          (Adam, L2)   grad.add(param, alpha=weight_decay)
 //          p = p * (1 - lr * wd)                   (AdamW)      param.mul_(1 - lr * weight_decay)
 //          m = lerp(m, g, 1 - beta1)               exp_avg.lerp_(grad, 1 - beta1), PyTorch's two-branch lerp
 //          v = v * beta2 + ((1 - beta2) * g) * g   exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1-beta2)
@@ -125,10 +126,13 @@ void adam_loop(T* p, const T* g, T* m, T* v, T* vmax, std::int64_t n, const Adam
   const bool small_weight = std::abs(weight1) < C(0.5);  // PyTorch's lerp: which end to interpolate from
   const bool l2 = u.weight_decay != 0 && !u.decoupled_weight_decay;
   const bool decoupled = u.weight_decay != 0 && u.decoupled_weight_decay;
+  const bool scaled = u.grad_scale != 1;
+  const C grad_scale = static_cast<C>(u.grad_scale);
 #pragma omp parallel for schedule(static) if (n >= kParallelThreshold)
   for (std::int64_t i = 0; i < n; ++i) {
     C param = static_cast<C>(p[i]);
     C grad = static_cast<C>(g[i]);
+    if (scaled) grad = static_cast<C>(T(grad * grad_scale));
     if (l2) grad = grad + wd * param;
     if (decoupled) param = static_cast<C>(T(param * decay));
     const C m_old = static_cast<C>(m[i]);

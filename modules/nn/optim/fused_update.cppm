@@ -36,6 +36,7 @@ struct AdamUpdate {
   bool decoupled_weight_decay = false;  // AdamW: param *= 1 - lr * weight_decay
   bool amsgrad = false;
   std::int64_t step = 1;  // this update's number, from 1 (bias corrections use it)
+  double grad_scale = 1;  // the grad is first multiplied by it, rounded as mul_ would
 };
 // max_exp_avg_sq is read and written when amsgrad (it may be undefined otherwise).
 void adam_update_(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,

@@ -41,6 +41,14 @@ bool has_internal_overlap(const Tensor& t) {
 
 Optimizer::~Optimizer() = default;
 
+void Optimizer::scaled_step(double grad_scale) {
+  if (grad_scale != 1.0) {
+    NoGradGuard no_grad;
+    for_each_grad([&](std::size_t, std::size_t, const Tensor&, Tensor grad) { mul_(grad, grad_scale); });
+  }
+  step();
+}
+
 void Optimizer::zero_grad(bool set_to_none) {
   NoGradGuard no_grad;
   for (const std::vector<Tensor>& group : groups_)

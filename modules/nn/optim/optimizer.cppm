@@ -36,6 +36,11 @@ class Optimizer {
 
   // One update of every parameter that has a grad (parameters without one are skipped).
   virtual void step() = 0;
+  // The update step() would make after mul_(grad, grad_scale) on every grad (each product
+  // rounded to the grad's dtype): clip_grad_norm_'s coefficient (clip_coefficient) applied
+  // without its own pass over the grads. Adam and AdamW fold the scale into their update and
+  // leave the grads as they are; other optimizers scale the grads in place, then step().
+  virtual void scaled_step(double grad_scale);
   // Drops every parameter's grad (set_to_none) or fills it with zeros.
   void zero_grad(bool set_to_none = true);
 
