@@ -33,7 +33,7 @@ bool infini::cpu::amx_bf16_ready() noexcept {
 #include <atomic>
 
 #include "pack_buffer.h"
-#include "simd_transpose.h"
+#include "gemm_simd.h"
 
 namespace infini::cpu {
 namespace {
@@ -171,19 +171,9 @@ void micro_kernel(std::int64_t steps, const bf16* a, const bf16* b, float* c, st
   _tile_stored(1, buffer + 16, kRowBytes);
   _tile_stored(2, buffer + 16 * kBlock, kRowBytes);
   _tile_stored(3, buffer + 16 * kBlock + 16, kRowBytes);
-  const __mmask16 m0 = first_lanes(cols), m1 = first_lanes(cols - 16);
-  const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
-  for (std::int64_t i = 0; i < rows; ++i) {
-    float* ci = c + i * ldc;
-    __m512 r0 = _mm512_mul_ps(va, _mm512_load_ps(buffer + i * kBlock));
-    __m512 r1 = _mm512_mul_ps(va, _mm512_load_ps(buffer + i * kBlock + 16));
-    if (beta != 0.0f) {
-      r0 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m0, ci), r0);
-      r1 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m1, ci + 16), r1);
-    }
-    _mm512_mask_storeu_ps(ci, m0, r0);
-    _mm512_mask_storeu_ps(ci + 16, m1, r1);
-  }
+  for (std::int64_t i = 0; i < rows; ++i)
+    store_scaled_row(c + i * ldc, cols, _mm512_load_ps(buffer + i * kBlock), _mm512_load_ps(buffer + i * kBlock + 16),
+                     alpha, beta);
 }
 
 }  // namespace

@@ -19,7 +19,7 @@
 // the calling thread, kDepth x kTaskCols (192 KiB) for b per thread.
 #include "sgemm_packed.h"
 #include "pack_buffer.h"
-#include "simd_transpose.h"
+#include "gemm_simd.h"
 
 #if defined(__AVX512F__)
 #include <immintrin.h>
@@ -68,7 +68,7 @@ void pack_a_block(const MatrixArg<float>& a, std::int64_t r0, std::int64_t rows,
       float* dst = a_packed + s * panels * kMR + (p - s) * kMR;
       for (std::int64_t q = 0; q < panels; ++q) {
         const std::int64_t valid = std::min(kMR, rows - q * kMR);
-        const __m512 column = _mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << valid) - 1), src + q * kMR);
+        const __m512 column = _mm512_maskz_loadu_ps(first_lanes(valid), src + q * kMR);
         _mm512_mask_storeu_ps(dst + q * kMR * depth, kPanelRow, column);
       }
     }
@@ -172,18 +172,7 @@ void micro_kernel(std::int64_t depth, const float* __restrict a, const float* __
       acc[i][1] = _mm512_fmadd_ps(ai, b1, acc[i][1]);
     }
   }
-  const __mmask16 m0 = first_lanes(cols), m1 = first_lanes(cols - 16);
-  const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
-  const auto store_row = [&](std::int64_t i) {
-    float* ci = c + i * ldc;
-    __m512 r0 = _mm512_mul_ps(va, acc[i][0]), r1 = _mm512_mul_ps(va, acc[i][1]);
-    if (beta != 0.0f) {
-      r0 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m0, ci), r0);
-      r1 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m1, ci + 16), r1);
-    }
-    _mm512_mask_storeu_ps(ci, m0, r0);
-    _mm512_mask_storeu_ps(ci + 16, m1, r1);
-  };
+  const auto store_row = [&](std::int64_t i) { store_scaled_row(c + i * ldc, cols, acc[i][0], acc[i][1], alpha, beta); };
   if (rows == kMR) {  // unrolled, so the accumulators stay in registers
 #pragma unroll
     for (std::int64_t i = 0; i < kMR; ++i) store_row(i);

@@ -1,6 +1,6 @@
-// 16 x 16 transposes of 32-bit lanes in AVX-512 registers, for the packing of the GEMMs.
-// A plain C++ header for the units built with -march=native (sgemm_packed.cpp,
-// sgemm_amx.cpp); it holds nothing without AVX-512.
+// AVX-512 helpers the GEMMs share (sgemm_packed.cpp, sgemm_amx.cpp): 16 x 16 transposes of
+// 32-bit lanes for packing, lane masks, and the scaled store of a row of c. A plain C++
+// header for the units built with -march=native; it holds nothing without AVX-512.
 #pragma once
 
 #if defined(__AVX512F__)
@@ -47,6 +47,22 @@ inline void load_transposed(const float* src, std::int64_t ld, std::int64_t rows
   const __mmask16 mask = first_lanes(cols);
   for (int i = 0; i < 16; ++i) out[i] = i < rows ? _mm512_maskz_loadu_ps(mask, src + i * ld) : _mm512_setzero_ps();
   transpose16x16(out);
+}
+
+// c[0, cols) (cols <= 32) = alpha * (lo, hi) + beta * c[0, cols); beta == 0 ignores c's old
+// values (NaN included).
+inline void store_scaled_row(float* c, std::int64_t cols, __m512 lo, __m512 hi, float alpha, float beta) noexcept {
+  const __mmask16 m0 = first_lanes(cols), m1 = first_lanes(cols - 16);
+  const __m512 va = _mm512_set1_ps(alpha);
+  lo = _mm512_mul_ps(va, lo);
+  hi = _mm512_mul_ps(va, hi);
+  if (beta != 0.0f) {
+    const __m512 vb = _mm512_set1_ps(beta);
+    lo = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m0, c), lo);
+    hi = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m1, c + 16), hi);
+  }
+  _mm512_mask_storeu_ps(c, m0, lo);
+  _mm512_mask_storeu_ps(c + 16, m1, hi);
 }
 
 }  // namespace infini::cpu
