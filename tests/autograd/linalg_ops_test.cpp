@@ -355,11 +355,13 @@ TEST(Linalg, Float32AccuracyOfLargerProducts) {
 }
 
 // The packed AVX-512 float GEMM (used from 8x16 @ 16x48 up): edge tiles in m (12-row
-// tiles) and n (32-column tiles), inner dimensions past one 384-deep slice, all four
-// operand layouts, and alpha/beta through baddbmm.
+// tiles; a last panel of up to 4 or 8 rows has its own kernels, so m covers remainders of
+// 1, 4, 6, 8 and 10 rows) and n (32-column tiles), inner dimensions past one 384-deep
+// slice, all four operand layouts, and alpha/beta through baddbmm.
 TEST(Linalg, Float32PackedGemmEdgesAndLayouts) {
   Generator gen(11);
-  for (const auto& [m, k, n] : {std::array<std::int64_t, 3>{8, 16, 48}, {13, 385, 61}, {37, 777, 130}, {25, 40, 97}}) {
+  for (const auto& [m, k, n] : {std::array<std::int64_t, 3>{8, 16, 48}, {13, 385, 61}, {37, 777, 130}, {25, 40, 97},
+                                {16, 40, 50}, {30, 40, 64}, {46, 100, 33}}) {
     const Tensor a = randn({m, k}, {}, &gen), b = randn({k, n}, {}, &gen);
     const Tensor at = a.t().contiguous().t(), bt = b.t().contiguous().t();
     EXPECT_LT(relative_error(matmul(a, b), a, b), 1e-5) << m << "x" << k << "x" << n;

@@ -32,7 +32,7 @@
 namespace infini::cpu {
 namespace {
 
-constexpr std::int64_t kMR = 12;             // rows of the register tile
+constexpr std::int64_t kMR = 12;             // rows of the register tile (a multiple of 4, see sweep)
 constexpr std::int64_t kNR = 32;             // columns: two zmm vectors of floats
 constexpr std::int64_t kDepth = 384;         // inner-dimension slice of one micro-kernel call
 constexpr std::int64_t kTaskCols = 128;      // columns of c per task
@@ -155,27 +155,29 @@ class LineCursor {
   std::int64_t column_, left_, width_, ld_;
 };
 
-// c tile (rows x cols, both within the register tile) = alpha * a_panel @ b_panel + beta * c.
+// c tile (rows x cols, rows <= kRows <= kMR, cols <= kNR) = alpha * a_panel @ b_panel + beta * c.
+// Computes kRows rows of the panel: a last panel of 4 rows (m = 256, 1024) is not paid as 12.
+template <std::int64_t kRows>
 void micro_kernel(std::int64_t depth, const float* __restrict a, const float* __restrict b, float* c,
                   std::int64_t ldc, std::int64_t rows, std::int64_t cols, float alpha, float beta,
                   LineCursor next) noexcept {
-  __m512 acc[kMR][2];
+  __m512 acc[kRows][2];
   for (auto& row : acc) row[0] = row[1] = _mm512_setzero_ps();
   for (std::int64_t p = 0; p < depth; ++p) {
     const __m512 b0 = _mm512_load_ps(b + p * kNR), b1 = _mm512_load_ps(b + p * kNR + 16);
     _mm_prefetch(reinterpret_cast<const char*>(b + (p + 8) * kNR), _MM_HINT_T0);
     if ((p & 7) == 0) next.prefetch_next();
 #pragma unroll
-    for (std::int64_t i = 0; i < kMR; ++i) {
+    for (std::int64_t i = 0; i < kRows; ++i) {
       const __m512 ai = _mm512_set1_ps(a[p * kMR + i]);
       acc[i][0] = _mm512_fmadd_ps(ai, b0, acc[i][0]);
       acc[i][1] = _mm512_fmadd_ps(ai, b1, acc[i][1]);
     }
   }
   const auto store_row = [&](std::int64_t i) { store_scaled_row(c + i * ldc, cols, acc[i][0], acc[i][1], alpha, beta); };
-  if (rows == kMR) {  // unrolled, so the accumulators stay in registers
+  if (rows == kRows) {  // unrolled, so the accumulators stay in registers
 #pragma unroll
-    for (std::int64_t i = 0; i < kMR; ++i) store_row(i);
+    for (std::int64_t i = 0; i < kRows; ++i) store_row(i);
   } else {
     for (std::int64_t i = 0; i < rows; ++i) store_row(i);
   }
@@ -191,9 +193,11 @@ void sweep(const float* a_slice, std::int64_t rows, const float* b_block, std::i
   for (std::int64_t q = 0; q < panels; ++q)
     for (std::int64_t j = 0; j < col_panels; ++j) {
       const std::int64_t call = q * col_panels + j;
-      micro_kernel(depth, a_slice + q * kMR * depth, b_block + j * kNR * depth, c + q * kMR * ldc + j * kNR, ldc,
-                   std::min(kMR, rows - q * kMR), std::min(kNR, cols - j * kNR), alpha, beta,
-                   LineCursor(next, call * next.count / calls, (call + 1) * next.count / calls));
+      const std::int64_t tile_rows = std::min(kMR, rows - q * kMR);
+      const auto kernel = tile_rows > 8 ? micro_kernel<12> : tile_rows > 4 ? micro_kernel<8> : micro_kernel<4>;
+      kernel(depth, a_slice + q * kMR * depth, b_block + j * kNR * depth, c + q * kMR * ldc + j * kNR, ldc, tile_rows,
+             std::min(kNR, cols - j * kNR), alpha, beta,
+             LineCursor(next, call * next.count / calls, (call + 1) * next.count / calls));
     }
 }
 
