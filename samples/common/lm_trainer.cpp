@@ -43,7 +43,7 @@ void add_train_flags(CLI::App& app, TrainFlags& f) {
       ->check(CLI::Range(0, 1));
   app.add_option("--seed", f.seed, "initialisation, shuffling and sampling");
   app.add_option("--device", f.device, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
-  app.add_option("--dtype", f.dtype, "float32, or bfloat16: matrix products on bfloat16 operands (AMX)")->check(CLI::IsMember({"float32", "bfloat16"}));
+  app.add_option("--dtype", f.dtype, "float32, or bfloat16: matrix products on bfloat16 operands (AMX-BF16 or AVX512-BF16)")->check(CLI::IsMember({"float32", "bfloat16"}));
   app.add_option("--val_loss_every", f.val_loss_every, "steps between validation losses (0: never)");
   app.add_option("--val_batches", f.val_batches, "micro-batches of validation data per evaluation");
   app.add_option("--sample_every", f.sample_every, "steps between generated samples (0: never)");
@@ -62,8 +62,8 @@ void prepare_run(const TrainFlags& f) {
   if (f.device != "cpu") throw Error("train", "--device cuda: the CUDA training path is not built yet; use --device cpu");
   if (f.dtype == "bfloat16") {  // bfloat16 operands for the matrix products, float32 everywhere else
     if (!has_bfloat16_matmul())
-      throw Error("train", "--dtype bfloat16 computes the matrix products on AMX-BF16 tiles, which this CPU (or "
-                           "its OS) does not offer; use --dtype float32");
+      throw Error("train", "--dtype bfloat16 computes the matrix products on bfloat16 operands with AMX-BF16 tiles or "
+                           "AVX512-BF16 instructions, which this CPU (or its OS) does not offer; use --dtype float32");
     set_float32_matmul_precision(MatmulPrecision::kMedium);
   }
   manual_seed(f.seed);

@@ -1,9 +1,9 @@
 // set_float32_matmul_precision: under kMedium, float32 products round their operands to
-// bfloat16 and sum in float32 (on AMX tiles where the CPU has them). Checked against a
-// naive float64 loop over the rounded operands, for every layout the GEMM reads in place,
-// edge sizes of the 32 x 32 tile blocks, depths that take several blocks, alpha/beta and
-// gradients; the unrounded product must be measurably different, so a product that
-// ignored the setting fails.
+// bfloat16 and sum in float32 (on AMX tiles where the CPU has them, else with AVX512-BF16).
+// Checked against a naive float64 loop over the rounded operands, for every layout the GEMM
+// reads in place, edge sizes of the 32 x 32 AMX blocks and of the 12 x 32 AVX-512 tiles, odd
+// depths, depths that take several blocks, alpha/beta and gradients; the unrounded product
+// must be measurably different, so a product that ignored the setting fails.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -68,13 +68,13 @@ TEST(MatmulPrecision, DefaultIsHighest) {
 }
 
 TEST(MatmulPrecision, MediumRoundsOperandsToBfloat16InEveryLayout) {
-  if (!has_bfloat16_matmul()) GTEST_SKIP() << "no AMX-BF16 here: kMedium computes in float32";
+  if (!has_bfloat16_matmul()) GTEST_SKIP() << "no AMX-BF16 or AVX512-BF16 here: kMedium computes in float32";
   PrecisionGuard guard(MatmulPrecision::kMedium);
   Generator gen(21);
-  // Whole and partial 32 x 32 blocks, 16-row halves, depth tails, several depth blocks
-  // (1536 deep each) and several row blocks (1024 rows each).
+  // Whole and partial 32 x 32 blocks, 16-row halves, depth tails (odd ones too), several
+  // depth blocks (1536 deep on AMX, 768 with AVX512-BF16) and several row blocks (1024 rows).
   for (const auto& [m, k, n] : {std::array<std::int64_t, 3>{16, 32, 16}, {33, 70, 50}, {100, 777, 130},
-                                {40, 3100, 70}, {1030, 40, 33}}) {
+                                {40, 3100, 70}, {1030, 40, 33}, {21, 1537, 97}}) {
     const Tensor a = randn({m, k}, {}, &gen), b = randn({k, n}, {}, &gen);
     const Tensor at = a.t().contiguous().t(), bt = b.t().contiguous().t();
     const Reference rounded = product(a, b, true), exact = product(a, b, false);
@@ -87,7 +87,7 @@ TEST(MatmulPrecision, MediumRoundsOperandsToBfloat16InEveryLayout) {
 }
 
 TEST(MatmulPrecision, MediumKeepsAlphaBetaAndIgnoresNanWithZeroBeta) {
-  if (!has_bfloat16_matmul()) GTEST_SKIP() << "no AMX-BF16 here: kMedium computes in float32";
+  if (!has_bfloat16_matmul()) GTEST_SKIP() << "no AMX-BF16 or AVX512-BF16 here: kMedium computes in float32";
   PrecisionGuard guard(MatmulPrecision::kMedium);
   Generator gen(22);
   const std::int64_t m = 64, k = 96, n = 40;
@@ -111,7 +111,7 @@ TEST(MatmulPrecision, MediumLeavesFloat64Exact) {
 // linear's gradients are products too: under kMedium they match the float64 products of
 // the rounded operands (grad_input = g @ W, grad_weight = g^T @ x).
 TEST(MatmulPrecision, MediumGradientsOfLinear) {
-  if (!has_bfloat16_matmul()) GTEST_SKIP() << "no AMX-BF16 here: kMedium computes in float32";
+  if (!has_bfloat16_matmul()) GTEST_SKIP() << "no AMX-BF16 or AVX512-BF16 here: kMedium computes in float32";
   PrecisionGuard guard(MatmulPrecision::kMedium);
   Generator gen(24);
   const Tensor x = randn({70, 96}, {}, &gen).requires_grad_(), w = randn({50, 96}, {}, &gen).requires_grad_();

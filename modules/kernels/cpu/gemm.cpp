@@ -13,6 +13,7 @@ module;
 
 #include "gemm_eigen.h"
 #include "sgemm_amx.h"
+#include "sgemm_packed.h"
 module infini.kernels;
 
 namespace infini::kernels {
@@ -127,4 +128,4 @@ const bool registered = [] {
 }  // namespace
 }  // namespace infini::kernels
 
-bool infini::has_bfloat16_matmul() { return cpu::amx_bf16_ready(); }
+bool infini::has_bfloat16_matmul() { return cpu::amx_bf16_ready() || cpu::packed_bf16_built(); }

@@ -1,6 +1,7 @@
 // GEMM (see gemm_eigen.h). Float products that may take bfloat16 operands go to the AMX
-// kernel of sgemm_amx.cpp where it suits them; other float products that suit it to the
-// packed AVX-512 kernel of sgemm_packed.cpp; the rest, and every double product, to Eigen.
+// kernel of sgemm_amx.cpp where it suits them, else to the bfloat16-pair kernel of
+// sgemm_packed.cpp (AVX512-BF16); other float products that suit it to the packed AVX-512
+// kernel of sgemm_packed.cpp; the rest, and every double product, to Eigen.
 // Eigen's operands are Eigen::Maps over the caller's memory, row- or column-major as they
 // lie, so transposed operands are never copied; Eigen packs them into its own cache
 // blocks. Threading is ours, not Eigen's: c is cut into one column (or row) block per
@@ -120,7 +121,9 @@ bool gemm(std::int64_t m, std::int64_t n, std::int64_t k, float alpha, MatrixArg
       return amx_bf16_gemm(m, n, k, alpha, a, b, beta, c, ldc, parallel ? threads_for(m, n, k) : 1);
   }
   if constexpr (kHasPackedSgemm) {
-    if (packed_sgemm_suits(m, n, k)) return packed_sgemm(m, n, k, alpha, a, b, beta, c, ldc, parallel ? threads_for(m, n, k) : 1);
+    const int threads = parallel ? threads_for(m, n, k) : 1;
+    if (bf16_operands && packed_bf16_suits(m, n, k)) return packed_sgemm(m, n, k, alpha, a, b, beta, c, ldc, threads, true);
+    if (packed_sgemm_suits(m, n, k)) return packed_sgemm(m, n, k, alpha, a, b, beta, c, ldc, threads);
   }
   return gemm_impl(m, n, k, alpha, a, b, beta, c, ldc, parallel);
 }

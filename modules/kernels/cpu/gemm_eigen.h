@@ -23,7 +23,7 @@ struct MatrixArg {
 // into column (or row) blocks of c, one per OpenMP thread; without it the product runs on
 // the calling thread (for callers that spread a batch over the threads).
 // With `bf16_operands` a float product may round a and b to bfloat16 (summing in float32)
-// where that is faster: on AMX tiles (sgemm_amx.h).
+// where that is faster: on AMX tiles (sgemm_amx.h) or with AVX512-BF16 (sgemm_packed.h).
 // Returns false, with c partly written, when Eigen could not allocate its packing buffers.
 bool gemm(std::int64_t m, std::int64_t n, std::int64_t k, float alpha, MatrixArg<float> a, MatrixArg<float> b,
           float beta, float* c, std::int64_t ldc, bool parallel, bool bf16_operands = false) noexcept;
