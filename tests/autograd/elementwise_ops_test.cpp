@@ -233,6 +233,40 @@ const bool registered = [] {
 namespace infini::test {
 namespace {
 
+// Contiguous float32 rows of +, -, *, / take vectorized kernels (cpu/vector_rows.h), with
+// tails at every length below a vector; in place too, where out aliases a. Each element
+// must be the correctly rounded float32 result: the float64 result rounded to float32 is
+// that (53 >= 2 * 24 + 2 bits, so the double rounding is innocuous).
+TEST(Elementwise, Float32RowsAreCorrectlyRounded) {
+  Generator gen(31);
+  using Op = Tensor (*)(const Tensor&, const Tensor&);
+  using InPlace = Tensor& (*)(Tensor&, const Tensor&);
+  const std::function<double(double, double)> exact[] = {std::plus<>(), std::minus<>(), std::multiplies<>(),
+                                                        std::divides<>()};
+  const Op ops[] = {[](const Tensor& a, const Tensor& b) { return add(a, b); },
+                    [](const Tensor& a, const Tensor& b) { return sub(a, b); },
+                    [](const Tensor& a, const Tensor& b) { return mul(a, b); },
+                    [](const Tensor& a, const Tensor& b) { return div(a, b); }};
+  const InPlace in_place[] = {[](Tensor& x, const Tensor& b) -> Tensor& { return add_(x, b); },
+                              [](Tensor& x, const Tensor& b) -> Tensor& { return sub_(x, b); },
+                              [](Tensor& x, const Tensor& b) -> Tensor& { return mul_(x, b); },
+                              [](Tensor& x, const Tensor& b) -> Tensor& { return div_(x, b); }};
+  for (const std::int64_t n : {1, 7, 16, 17, 31, 1000, 4099}) {
+    const Tensor a = randn({n}, {}, &gen), b = add(rand({n}, {}, &gen), 0.5);  // b in [0.5, 1.5)
+    const std::vector<double> va = values(a), vb = values(b);
+    for (int k = 0; k < 4; ++k) {
+      Tensor x = a.clone();
+      in_place[k](x, b);
+      const std::vector<double> got = values(ops[k](a, b)), got_in_place = values(x);
+      for (std::int64_t j = 0; j < n; ++j) {
+        const double want = static_cast<float>(exact[k](va[j], vb[j]));
+        ASSERT_EQ(got[j], want) << "op " << k << ", n " << n << ", element " << j;
+        ASSERT_EQ(got_in_place[j], want) << "in-place op " << k << ", n " << n << ", element " << j;
+      }
+    }
+  }
+}
+
 TEST(Elementwise, PromotionAndResultTypes) {
   const Tensor i = from_vector<std::int64_t>({1, 2, 3});
   const Tensor f = from_vector<float>({0.5f, 1.5f, 2.5f});

@@ -108,11 +108,11 @@ void binary_typed(const Tensor& out, const Tensor& a, const Tensor& b, BinaryOp 
     }
   } else {
     switch (op) {
-      case BinaryOp::Add: return zip<T, T>(out, a, b, [](C x, C y) { return C(x + y); });
-      case BinaryOp::Sub: return zip<T, T>(out, a, b, [](C x, C y) { return C(x - y); });
-      case BinaryOp::Mul: return zip<T, T>(out, a, b, [](C x, C y) { return C(x * y); });
+      case BinaryOp::Add: return zip<T, T>(out, a, b, [](C x, C y) { return C(x + y); }, cpu::add_row);
+      case BinaryOp::Sub: return zip<T, T>(out, a, b, [](C x, C y) { return C(x - y); }, cpu::sub_row);
+      case BinaryOp::Mul: return zip<T, T>(out, a, b, [](C x, C y) { return C(x * y); }, cpu::mul_row);
       case BinaryOp::Div:
-        if constexpr (std::is_floating_point_v<C>) return zip<T, T>(out, a, b, [](C x, C y) { return x / y; });
+        if constexpr (std::is_floating_point_v<C>) return zip<T, T>(out, a, b, [](C x, C y) { return x / y; }, cpu::div_row);
         break;
       case BinaryOp::FloorDiv:
         zip<T, T>(out, a, b, [&error](C x, C y) { return floor_divide(x, y, error); });

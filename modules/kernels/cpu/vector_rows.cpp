@@ -17,6 +17,19 @@ constexpr float kCubic = 0.044715f;
 
 }  // namespace
 
+void add_row(float* out, const float* a, const float* b, std::int64_t n) noexcept {
+  Row(out, n) = ConstRow(a, n) + ConstRow(b, n);
+}
+void sub_row(float* out, const float* a, const float* b, std::int64_t n) noexcept {
+  Row(out, n) = ConstRow(a, n) - ConstRow(b, n);
+}
+void mul_row(float* out, const float* a, const float* b, std::int64_t n) noexcept {
+  Row(out, n) = ConstRow(a, n) * ConstRow(b, n);
+}
+void div_row(float* out, const float* a, const float* b, std::int64_t n) noexcept {
+  Row(out, n) = ConstRow(a, n) / ConstRow(b, n);
+}
+
 void exp_row(float* out, const float* x, std::int64_t n) noexcept { Row(out, n) = ConstRow(x, n).exp(); }
 
 void tanh_row(float* out, const float* x, std::int64_t n) noexcept { Row(out, n) = ConstRow(x, n).tanh(); }

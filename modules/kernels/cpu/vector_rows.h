@@ -1,5 +1,5 @@
-// Contiguous float32 rows of the transcendental elementwise ops, vectorized for this CPU
-// with Eigen's packet math (exp, tanh). A plain C++ header, like sgemm_packed.h: its unit
+// Contiguous float32 rows of the arithmetic and transcendental elementwise ops, vectorized
+// for this CPU with Eigen's packet math (exp, tanh). A plain C++ header, like sgemm_packed.h: its unit
 // imports no module, so it alone is built with -march=native. The strided and non-float
 // cases stay in the module's scalar loops.
 #pragma once
@@ -8,7 +8,13 @@
 
 namespace infini::cpu {
 
-// out[j] = exp(x[j]) for j < n; out may alias x (likewise below).
+// out[j] = a[j] + b[j] for j < n (likewise -, *, /), IEEE single precision like the scalar
+// loops; out may alias a or b (likewise below).
+void add_row(float* out, const float* a, const float* b, std::int64_t n) noexcept;
+void sub_row(float* out, const float* a, const float* b, std::int64_t n) noexcept;
+void mul_row(float* out, const float* a, const float* b, std::int64_t n) noexcept;
+void div_row(float* out, const float* a, const float* b, std::int64_t n) noexcept;
+// out[j] = exp(x[j]).
 void exp_row(float* out, const float* x, std::int64_t n) noexcept;
 // out[j] = tanh(x[j]).
 void tanh_row(float* out, const float* x, std::int64_t n) noexcept;
