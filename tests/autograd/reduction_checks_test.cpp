@@ -193,5 +193,24 @@ TEST(ReductionDeterminism, IndependentOfThreadCount) {
   EXPECT_NEAR(sum(x).item<double>(), sum(x.to(kFloat64)).item<double>(), 1e-3);
 }
 
+// float32 logsumexp exponentiates contiguous runs in place and gathers strided ones first:
+// the same values in another layout give the same bits, and both match float64.
+TEST(ReductionDeterminism, Float32LogSumExpIndependentOfLayout) {
+  Generator generator(8);
+  const Tensor x = mul(randn({37, 300}, {}, &generator), 4.0);
+  const Tensor strided = x.t().contiguous().t();  // the same values, rows at stride 37
+  const Tensor rows = logsumexp(x, {1}), rows_strided = logsumexp(strided, {1});
+  ASSERT_EQ(std::memcmp(rows.data_ptr(), rows_strided.data_ptr(), static_cast<std::size_t>(rows.nbytes())), 0);
+  const std::vector<double> v = values(x), got_rows = values(rows), got_cols = values(logsumexp(x, {0}));
+  auto reference = [&](std::int64_t first, std::int64_t count, std::int64_t step) {
+    double max = -inf, total = 0;
+    for (std::int64_t j = 0; j < count; ++j) max = std::max(max, v[first + j * step]);
+    for (std::int64_t j = 0; j < count; ++j) total += std::exp(v[first + j * step] - max);
+    return max + std::log(total);
+  };
+  for (std::int64_t i = 0; i < 37; ++i) EXPECT_NEAR(got_rows[i], reference(i * 300, 300, 1), 1e-5) << "row " << i;
+  for (std::int64_t j = 0; j < 300; ++j) EXPECT_NEAR(got_cols[j], reference(j, 37, 300), 1e-5) << "column " << j;
+}
+
 }  // namespace
 }  // namespace infini::test

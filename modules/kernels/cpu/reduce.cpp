@@ -8,13 +8,14 @@
 module;
 #include <algorithm>
 #include <array>
-#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <omp.h>
 #include <type_traits>
 #include <vector>
+
+#include "vector_rows.h"
 module infini.kernels;
 
 namespace infini::kernels {
@@ -252,29 +253,9 @@ struct AnyAllFold {
   Acc result(Acc a) const { return a; }
 };
 
-// exp(x) for float x <= 0 without a library call, so that loops over it vectorise:
-// x = n ln2 + r with |r| <= ln2 / 2, exp(r) from Cephes' expf polynomial (about 1 ulp),
-// 2^n put into the exponent bits. Below -87.34 (and at -inf) it gives about 1e-38 instead
-// of a smaller number or 0, which a sum that includes exp(0) = 1 cannot notice.
-inline float exp_nonpositive(float x) {
-  constexpr float kRound = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
-  x = x < -87.33654f ? -87.33654f : x;
-  const float t = x * 1.44269504088896341f + kRound;
-  const float n = t - kRound;  // round(x / ln2), in [-126, 0]
-  const float r = (x - n * 0.693359375f) - n * -2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  const std::int32_t n_int = std::bit_cast<std::int32_t>(t) - std::bit_cast<std::int32_t>(kRound);
-  return (p * r * r + r + 1.0f) * std::bit_cast<float>((n_int + 127) << 23);
-}
-
 // log(sum(exp(x))) as (max, sum of exp(x - max)) per chunk, rescaled when combined. The
-// exponentials are computed in the compute type (float for float32/16-bit types, by
-// exp_nonpositive) and summed in float64.
+// exponentials are computed in the compute type (float for float32/16-bit types, by the
+// vectorized scaled_exp_row) and summed in float64.
 template <class T>
 struct LogSumExpFold {
   using C = compute_t<T>;
@@ -291,21 +272,26 @@ struct LogSumExpFold {
       const bool nan = is_nan(chunk_extreme<true, true>(base, s, begin, end));
       return non_finite(nan ? std::numeric_limits<double>::quiet_NaN() : max);
     }
-    // exp(x - max) for a block of elements at a time (a loop that vectorises), then summed.
+    // exp(x - max) for a block of elements at a time, then summed. Float compute: the block
+    // is gathered (and converted) unless it is a contiguous float32 run, and exponentiated
+    // 16 lanes at a time by scaled_exp_row, so every layout gets the same values.
     Lanes lanes{};
     std::array<C, kExpBlock> e;
-    auto exp_shifted = [max](T v) {
-      if constexpr (std::is_same_v<C, float>) return exp_nonpositive(static_cast<C>(v) - max);
-      else return std::exp(static_cast<C>(v) - max);
-    };
     for_each_piece(base, s, begin, end, [&](const T* p, std::int64_t n, std::int64_t stride, std::int64_t i) {
       for (std::int64_t j0 = 0; j0 < n; j0 += kExpBlock) {
         const std::int64_t m = std::min(kExpBlock, n - j0);
         const T* q = p + j0 * stride;
-        if (stride == 1)
-          for (std::int64_t j = 0; j < m; ++j) e[j] = exp_shifted(q[j]);
-        else
-          for (std::int64_t j = 0; j < m; ++j) e[j] = exp_shifted(q[j * stride]);
+        if constexpr (std::is_same_v<C, float>) {
+          const float* x = e.data();
+          if constexpr (std::is_same_v<T, float>) {
+            if (stride == 1) x = q;
+          }
+          if (x == e.data())
+            for (std::int64_t j = 0; j < m; ++j) e[j] = static_cast<C>(q[j * stride]);
+          cpu::scaled_exp_row(e.data(), x, max, 1.0f, m);
+        } else {
+          for (std::int64_t j = 0; j < m; ++j) e[j] = std::exp(static_cast<C>(q[j * stride]) - max);
+        }
         add_to_lanes(lanes, e.data(), m, 1, i + j0, [](C v) { return static_cast<double>(v); });
       }
     });
