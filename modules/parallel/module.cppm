@@ -1,4 +1,12 @@
-// infini.parallel: process groups, data/tensor/sequence/pipeline parallelism.
-// For now it re-exports the layers below so that code can already `import infini.parallel;`.
+// infini.parallel: the asynchronous runtime (one Asio io_context per rank), process groups
+// over MPI (CPU tensors) and NCCL (CUDA tensors), Work and its awaitable form, the flight
+// recorder, and the dp x tp x pp layout.
 export module infini.parallel;
 export import infini.nn;
+export import :comm_error;
+export import :flight_recorder;
+export import :runtime;
+export import :work;
+export import :process_group;
+export import :layout;
+import :backend;  // internal: the MPI and NCCL implementations

@@ -1,0 +1,431 @@
+// The MPI backend: nonblocking MPI calls on a duplicate of MPI_COMM_WORLD (or a split of
+// it), completed by one progress engine per process that polls every outstanding request
+// with MPI_Testsome.
+//
+// Thread level: MPI_THREAD_SERIALIZED. Every MPI call of Infini is made by the thread that
+// drives the rank (its io_context and its blocking waits); SERIALIZED also lets that be a
+// thread other than main, which FUNNELED would not. MULTIPLE is not needed and costs a lock
+// on every call in Open MPI.
+module;
+#include <mpi.h>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include <climits>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+module infini.parallel;
+
+namespace infini::parallel {
+namespace {
+
+bool initialized_by_infini = false;
+
+std::string mpi_error_text(int code) {
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  if (MPI_Error_string(code, text, &length) != MPI_SUCCESS) return concat("MPI error ", code);
+  return std::string(text, static_cast<std::size_t>(length));
+}
+
+void ensure_mpi() {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (initialized) return;
+  int provided = 0;
+  if (const int rc = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided); rc != MPI_SUCCESS)
+    throw CommError("init_process_group", concat("MPI_Init_thread failed: ", mpi_error_text(rc)));
+  initialized_by_infini = true;
+  if (provided < MPI_THREAD_SERIALIZED)
+    throw CommError("init_process_group",
+                    concat("MPI provides thread level ", provided, "; Infini needs MPI_THREAD_SERIALIZED"));
+}
+
+// float16 and bfloat16: two-byte MPI types with reductions computed in float.
+template <class H, class Combine>
+void reduce_16bit(void* in, void* inout, int* length, MPI_Datatype*) {
+  const H* a = static_cast<const H*>(in);
+  H* b = static_cast<H*>(inout);
+  for (int i = 0; i < *length; ++i) b[i] = H(Combine{}(static_cast<float>(a[i]), static_cast<float>(b[i])));
+}
+
+struct Plus { float operator()(float a, float b) const { return a + b; } };
+struct Times { float operator()(float a, float b) const { return a * b; } };
+struct Larger {  // NaN wins, like torch.maximum
+  float operator()(float a, float b) const { return std::isnan(a) || std::isnan(b) ? NAN : (a > b ? a : b); }
+};
+struct Smaller {
+  float operator()(float a, float b) const { return std::isnan(a) || std::isnan(b) ? NAN : (a < b ? a : b); }
+};
+
+struct SixteenBitTypes {
+  MPI_Datatype half = MPI_DATATYPE_NULL, bfloat16 = MPI_DATATYPE_NULL;
+  MPI_Op half_ops[4] = {}, bfloat16_ops[4] = {};  // Sum, Max, Min, Product
+
+  SixteenBitTypes() {
+    MPI_Type_contiguous(2, MPI_BYTE, &half);
+    MPI_Type_commit(&half);
+    MPI_Type_contiguous(2, MPI_BYTE, &bfloat16);
+    MPI_Type_commit(&bfloat16);
+    create<Half>(half_ops);
+    create<BFloat16>(bfloat16_ops);
+  }
+  template <class H>
+  static void create(MPI_Op* ops) {
+    MPI_Op_create(&reduce_16bit<H, Plus>, 1, &ops[0]);
+    MPI_Op_create(&reduce_16bit<H, Larger>, 1, &ops[1]);
+    MPI_Op_create(&reduce_16bit<H, Smaller>, 1, &ops[2]);
+    MPI_Op_create(&reduce_16bit<H, Times>, 1, &ops[3]);
+  }
+  static SixteenBitTypes& get() {
+    static SixteenBitTypes types;  // after MPI_Init; MPI_Finalize frees them
+    return types;
+  }
+};
+
+MPI_Datatype mpi_type(DataType t) {
+  switch (t) {
+    case kBool: return MPI_C_BOOL;
+    case kUInt8: return MPI_UINT8_T;
+    case kInt8: return MPI_INT8_T;
+    case kInt16: return MPI_INT16_T;
+    case kInt32: return MPI_INT32_T;
+    case kInt64: return MPI_INT64_T;
+    case kFloat16: return SixteenBitTypes::get().half;
+    case kBFloat16: return SixteenBitTypes::get().bfloat16;
+    case kFloat32: return MPI_FLOAT;
+    case kFloat64: return MPI_DOUBLE;
+  }
+  throw DTypeError("mpi", concat("no MPI type for ", t));
+}
+
+int op_index(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::Sum: return 0;
+    case ReduceOp::Max: return 1;
+    case ReduceOp::Min: return 2;
+    case ReduceOp::Product: return 3;
+    case ReduceOp::Avg: break;
+  }
+  throw Error("mpi", "ReduceOp::Avg reaches the MPI backend as a sum");
+}
+
+MPI_Op mpi_op(ReduceOp op, DataType t) {
+  const int i = op_index(op);
+  if (t == kBool) return i == 0 || i == 1 ? MPI_LOR : MPI_LAND;
+  if (t == kFloat16) return SixteenBitTypes::get().half_ops[i];
+  if (t == kBFloat16) return SixteenBitTypes::get().bfloat16_ops[i];
+  const MPI_Op ops[4] = {MPI_SUM, MPI_MAX, MPI_MIN, MPI_PROD};
+  return ops[i];
+}
+
+// The process's MPI progress engine: every outstanding request of every communicator.
+class MpiProgress final : public Progress {
+ public:
+  static MpiProgress& instance() {
+    static auto* engine = new MpiProgress;  // never destroyed: its timer outlives static teardown
+    return *engine;
+  }
+
+  // Completes `work` when all of `requests` completed (at once when there are none).
+  void track(const std::shared_ptr<WorkState>& work, const std::vector<MPI_Request>& requests) {
+    work->add_engine(this);
+    auto pending = std::make_shared<Pending>(Pending{work, static_cast<int>(requests.size())});
+    if (requests.empty()) return work->complete();
+    for (MPI_Request r : requests) {
+      requests_.push_back(r);
+      owners_.push_back(pending);
+    }
+  }
+
+  bool poll() override {
+    bool progressed = false;
+    if (!requests_.empty()) {
+      int count = 0;
+      indices_.resize(requests_.size());
+      const int rc = MPI_Testsome(static_cast<int>(requests_.size()), requests_.data(), &count, indices_.data(),
+                                  MPI_STATUSES_IGNORE);
+      if (rc != MPI_SUCCESS) {
+        fail_all(concat("MPI_Testsome failed: ", mpi_error_text(rc)));
+        return true;
+      }
+      if (count == MPI_UNDEFINED) count = 0;
+      std::vector<std::shared_ptr<Pending>> finished;
+      for (int k = 0; k < count; ++k)
+        if (auto& p = owners_[static_cast<std::size_t>(indices_[static_cast<std::size_t>(k)])]; --p->remaining == 0)
+          finished.push_back(p);
+      if (count > 0) compact();
+      for (auto& p : finished) p->work->complete();
+      progressed = count > 0;
+    }
+    const auto now = Clock::now();
+    bool expired = false;
+    for (auto& p : owners_) expired |= p->work->expire_if_late(now);
+    if (expired) abandon_failed();
+    return progressed;
+  }
+
+  void watch() override {
+    if (polling_ || requests_.empty()) return;
+    polling_ = true;
+    executor_ = io_context().get_executor();
+    if (!timer_) timer_.emplace(io_context());
+    backoff_.reset();
+    asio::post(executor_, [this] { step(); });
+  }
+
+ private:
+  struct Pending {
+    std::shared_ptr<WorkState> work;
+    int remaining;
+  };
+
+  // One round of the poller on the io_context: re-posted while completions arrive, then
+  // backing off through a timer.
+  void step() {
+    const bool progressed = poll();
+    if (requests_.empty()) {
+      polling_ = false;
+      return;
+    }
+    if (progressed) backoff_.reset();
+    const Clock::duration delay = progressed ? Clock::duration::zero() : backoff_.next();
+    if (delay == Clock::duration::zero()) {
+      asio::post(executor_, [this] { step(); });
+    } else {
+      timer_->expires_after(delay);
+      timer_->async_wait([this](const auto&) { step(); });
+    }
+  }
+
+  void compact() {
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < requests_.size(); ++i) {
+      if (requests_[i] == MPI_REQUEST_NULL) continue;
+      requests_[kept] = requests_[i];
+      owners_[kept] = std::move(owners_[i]);
+      ++kept;
+    }
+    requests_.resize(kept);
+    owners_.resize(kept);
+  }
+
+  // Requests of failed (timed-out) operations cannot be cancelled (collectives) and may
+  // still write into their buffers: they are kept, with their buffers, but no longer polled.
+  void abandon_failed() {
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < requests_.size(); ++i) {
+      if (owners_[i]->work->done()) {
+        abandoned_.push_back(owners_[i]);
+        continue;
+      }
+      requests_[kept] = requests_[i];
+      owners_[kept] = std::move(owners_[i]);
+      ++kept;
+    }
+    requests_.resize(kept);
+    owners_.resize(kept);
+  }
+
+  void fail_all(const std::string& message) {
+    auto owners = owners_;
+    for (auto& p : owners) p->work->fail(message);
+    abandon_failed();
+  }
+
+  std::vector<MPI_Request> requests_;
+  std::vector<std::shared_ptr<Pending>> owners_;  // owners_[i] waits for requests_[i]
+  std::vector<std::shared_ptr<Pending>> abandoned_;
+  std::vector<int> indices_;
+  bool polling_ = false;
+  asio::any_io_executor executor_;
+  std::optional<asio::steady_timer> timer_;
+  PollBackoff backoff_;
+};
+
+class MpiBackend final : public Backend {
+ public:
+  explicit MpiBackend(MPI_Comm comm) : comm_(comm) {
+    MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(comm_, &rank_);
+    MPI_Comm_size(comm_, &size_);
+    MPI_Group group = MPI_GROUP_NULL, world = MPI_GROUP_NULL;
+    MPI_Comm_group(comm_, &group);
+    MPI_Comm_group(MPI_COMM_WORLD, &world);
+    std::vector<int> mine(static_cast<std::size_t>(size_));
+    for (int r = 0; r < size_; ++r) mine[static_cast<std::size_t>(r)] = r;
+    world_ranks_.resize(mine.size());
+    MPI_Group_translate_ranks(group, size_, mine.data(), world, world_ranks_.data());
+    MPI_Group_free(&group);
+    MPI_Group_free(&world);
+    int* tag_ub = nullptr;
+    int found = 0;
+    MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &tag_ub, &found);
+    tag_ub_ = found && tag_ub ? *tag_ub : 32767;
+  }
+  ~MpiBackend() override {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized) MPI_Comm_free(&comm_);
+  }
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  const std::vector<int>& world_ranks() const override { return world_ranks_; }
+  Progress& progress() override { return MpiProgress::instance(); }
+  MPI_Comm comm() const { return comm_; }
+
+  void all_reduce(const State& work, const Tensor& buf, ReduceOp op) override {
+    launch(work, "MPI_Iallreduce", [&](MPI_Request* r) {
+      return MPI_Iallreduce(MPI_IN_PLACE, buf.data_ptr(), count(buf), mpi_type(buf.dtype()),
+                            mpi_op(op, buf.dtype()), comm_, r);
+    });
+  }
+  void all_gather(const State& work, const Tensor& out, const Tensor& in) override {
+    launch(work, "MPI_Iallgather", [&](MPI_Request* r) {
+      const MPI_Datatype t = mpi_type(in.dtype());
+      return MPI_Iallgather(in.data_ptr(), count(in), t, out.data_ptr(), count(in), t, comm_, r);
+    });
+  }
+  void reduce_scatter(const State& work, const Tensor& out, const Tensor& in, ReduceOp op) override {
+    launch(work, "MPI_Ireduce_scatter_block", [&](MPI_Request* r) {
+      return MPI_Ireduce_scatter_block(in.data_ptr(), out.data_ptr(), count(out), mpi_type(out.dtype()),
+                                       mpi_op(op, out.dtype()), comm_, r);
+    });
+  }
+  void broadcast(const State& work, const Tensor& buf, int root) override {
+    launch(work, "MPI_Ibcast", [&](MPI_Request* r) {
+      return MPI_Ibcast(buf.data_ptr(), count(buf), mpi_type(buf.dtype()), root, comm_, r);
+    });
+  }
+  void reduce(const State& work, const Tensor& buf, int root, ReduceOp op) override {
+    launch(work, "MPI_Ireduce", [&](MPI_Request* r) {
+      const bool at_root = rank_ == root;
+      return MPI_Ireduce(at_root ? MPI_IN_PLACE : buf.data_ptr(), at_root ? buf.data_ptr() : nullptr, count(buf),
+                         mpi_type(buf.dtype()), mpi_op(op, buf.dtype()), root, comm_, r);
+    });
+  }
+  void gather(const State& work, const Tensor& out, const Tensor& in, int root) override {
+    launch(work, "MPI_Igather", [&](MPI_Request* r) {
+      const MPI_Datatype t = mpi_type(in.dtype());
+      return MPI_Igather(in.data_ptr(), count(in), t, out.defined() ? out.data_ptr() : nullptr, count(in), t, root,
+                         comm_, r);
+    });
+  }
+  void scatter(const State& work, const Tensor& out, const Tensor& in, int root) override {
+    launch(work, "MPI_Iscatter", [&](MPI_Request* r) {
+      const MPI_Datatype t = mpi_type(out.dtype());
+      return MPI_Iscatter(in.defined() ? in.data_ptr() : nullptr, count(out), t, out.data_ptr(), count(out), t, root,
+                          comm_, r);
+    });
+  }
+  void all_to_all(const State& work, const Tensor& out, const Tensor& in) override {
+    launch(work, "MPI_Ialltoall", [&](MPI_Request* r) {
+      const MPI_Datatype t = mpi_type(in.dtype());
+      const int block = count(in) / size_;
+      return MPI_Ialltoall(in.data_ptr(), block, t, out.data_ptr(), block, t, comm_, r);
+    });
+  }
+  void p2p(const State& work, const std::vector<P2POp>& ops) override {
+    std::vector<MPI_Request> requests;
+    for (const P2POp& p : ops) {
+      if (p.tag > tag_ub_) return work->fail(concat("tag ", p.tag, " exceeds MPI_TAG_UB ", tag_ub_));
+      MPI_Request r = MPI_REQUEST_NULL;
+      const bool send = p.kind == P2POp::Kind::Send;
+      const int n = count(p.tensor);
+      const MPI_Datatype t = mpi_type(p.tensor.dtype());
+      const int rc = send ? MPI_Isend(p.tensor.data_ptr(), n, t, p.peer, p.tag, comm_, &r)
+                          : MPI_Irecv(p.tensor.data_ptr(), n, t, p.peer, p.tag, comm_, &r);
+      if (rc != MPI_SUCCESS) {
+        MpiProgress::instance().track(work, requests);  // keeps the issued ones alive
+        return work->fail(concat(send ? "MPI_Isend" : "MPI_Irecv", " failed: ", mpi_error_text(rc)));
+      }
+      requests.push_back(r);
+    }
+    MpiProgress::instance().track(work, requests);
+  }
+  void barrier(const State& work) {
+    launch(work, "MPI_Ibarrier", [&](MPI_Request* r) { return MPI_Ibarrier(comm_, r); });
+  }
+
+ private:
+  static int count(const Tensor& t) {
+    if (t.numel() > INT_MAX)
+      throw ShapeError("mpi", concat("a tensor of ", t.numel(), " elements exceeds MPI's count limit ", INT_MAX));
+    return static_cast<int>(t.numel());
+  }
+
+  template <class Call>
+  void launch(const State& work, const char* call, Call&& issue) {
+    MPI_Request request = MPI_REQUEST_NULL;
+    int rc = MPI_SUCCESS;
+    try {
+      rc = issue(&request);
+    } catch (const Error& e) {
+      return work->fail(e.what());
+    }
+    if (rc != MPI_SUCCESS) return work->fail(concat(call, " failed: ", mpi_error_text(rc)));
+    MpiProgress::instance().track(work, {request});
+  }
+
+  MPI_Comm comm_;
+  int rank_ = 0, size_ = 1, tag_ub_ = 32767;
+  std::vector<int> world_ranks_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_mpi_world() {
+  ensure_mpi();
+  MPI_Comm comm = MPI_COMM_NULL;
+  if (const int rc = MPI_Comm_dup(MPI_COMM_WORLD, &comm); rc != MPI_SUCCESS)
+    throw CommError("init_process_group", concat("MPI_Comm_dup failed: ", mpi_error_text(rc)));
+  return std::make_unique<MpiBackend>(comm);
+}
+
+std::unique_ptr<Backend> split_mpi(Backend& parent, int color, int key, Clock::duration timeout) {
+  auto& mpi = dynamic_cast<MpiBackend&>(parent);
+  // Every rank must reach the split: a barrier with a deadline first, so that a missing
+  // rank is a CommError instead of a hang inside MPI_Comm_split.
+  OpInfo info{.op = "split", .group = "-", .rank = mpi.rank(), .group_size = mpi.size(), .peers = "all",
+              .tensor = concat("color ", color, ", key ", key)};
+  auto work = std::make_shared<WorkState>(std::move(info), timeout, nullptr);
+  mpi.barrier(work);
+  Work(work).wait();
+  MPI_Comm comm = MPI_COMM_NULL;
+  if (const int rc = MPI_Comm_split(mpi.comm(), color < 0 ? MPI_UNDEFINED : color, key, &comm); rc != MPI_SUCCESS)
+    throw CommError("split", concat("MPI_Comm_split failed: ", mpi_error_text(rc)));
+  if (comm == MPI_COMM_NULL) return nullptr;
+  return std::make_unique<MpiBackend>(comm);
+}
+
+void mpi_barrier(Backend& mpi, const std::shared_ptr<WorkState>& work) {
+  dynamic_cast<MpiBackend&>(mpi).barrier(work);
+}
+
+void finalize_mpi() {
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (initialized && !finalized && initialized_by_infini) MPI_Finalize();
+}
+
+void abort_mpi(int exit_code) {
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (initialized && !finalized) MPI_Abort(MPI_COMM_WORLD, exit_code);
+  std::_Exit(exit_code);
+}
+
+bool mpi_initialized_here() { return initialized_by_infini; }
+
+}  // namespace infini::parallel

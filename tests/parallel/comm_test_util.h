@@ -1,0 +1,35 @@
+// Helpers for the process-group tests: tensors from per-element formulas and exact
+// comparisons against closed forms (small integers, exact in every dtype).
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+import infini.parallel;
+
+namespace infini::parallel::test {
+
+inline const std::vector<DataType> kNumericTypes = {kUInt8, kInt8,     kInt16,   kInt32,  kInt64,
+                                                    kFloat16, kBFloat16, kFloat32, kFloat64};
+inline const std::vector<std::int64_t> kSizes = {0, 1, 37};
+
+// A 1-d tensor of `n` elements, element i = value(i), in `dtype`.
+inline Tensor make(std::int64_t n, DataType dtype, const std::function<double(std::int64_t)>& value) {
+  std::vector<double> v(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = value(i);
+  return from_vector(v, {n}).to(dtype);
+}
+
+// Asserts t (any dtype, any shape) equals expected(i) element by element in row-major order.
+inline void expect_values(const Tensor& t, const std::function<double(std::int64_t)>& expected,
+                          const std::string& what) {
+  const Tensor flat = t.to(kFloat64).contiguous().reshape({-1});
+  const double* data = flat.data_ptr<double>();
+  for (std::int64_t i = 0; i < flat.numel(); ++i)
+    ASSERT_EQ(data[i], expected(i)) << what << ", element " << i << ", dtype " << t.dtype();
+}
+
+}  // namespace infini::parallel::test
