@@ -21,6 +21,7 @@ module;
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 module infini.parallel;
 
@@ -178,7 +179,7 @@ class MpiProgress final : public Progress {
     polling_ = true;
     executor_ = io_context().get_executor();
     if (!timer_) timer_.emplace(io_context());
-    backoff_.reset();
+    backoff_.reset(outstanding_bytes());
     asio::post(executor_, [this] { step(); });
   }
 
@@ -196,14 +197,21 @@ class MpiProgress final : public Progress {
       polling_ = false;
       return;
     }
-    if (progressed) backoff_.reset();
+    if (progressed) backoff_.reset(outstanding_bytes());
     const Clock::duration delay = progressed ? Clock::duration::zero() : backoff_.next();
     if (delay == Clock::duration::zero()) {
+      std::this_thread::yield();  // other ranks on this core first
       asio::post(executor_, [this] { step(); });
     } else {
       timer_->expires_after(delay);
       timer_->async_wait([this](const auto&) { step(); });
     }
+  }
+
+  std::int64_t outstanding_bytes() const {
+    std::int64_t bytes = 0;
+    for (const auto& p : owners_) bytes += p->work->info().bytes;
+    return bytes;
   }
 
   void compact() {

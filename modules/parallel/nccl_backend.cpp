@@ -104,7 +104,7 @@ class NcclProgress final : public Progress {
     polling_ = true;
     executor_ = io_context().get_executor();
     if (!timer_) timer_.emplace(io_context());
-    backoff_.reset();
+    backoff_.reset(0);  // the GPU moves the data: no need to spin long
     asio::post(executor_, [this] { step(); });
   }
 
@@ -121,7 +121,7 @@ class NcclProgress final : public Progress {
       polling_ = false;
       return;
     }
-    if (progressed) backoff_.reset();
+    if (progressed) backoff_.reset(0);
     const Clock::duration delay = progressed ? Clock::duration::zero() : backoff_.next();
     if (delay == Clock::duration::zero()) {
       asio::post(executor_, [this] { step(); });

@@ -20,7 +20,8 @@ namespace infini::parallel {
 namespace {
 
 std::string seconds_str(Clock::duration d) {
-  const double s = std::chrono::duration<double>(d).count();
+  // Milliseconds precision: "5 s", "0.25 s".
+  const double s = static_cast<double>(std::chrono::duration_cast<std::chrono::milliseconds>(d).count()) / 1000;
   std::string text = std::to_string(s);
   text.erase(text.find_last_not_of('0') + 1);
   if (text.back() == '.') text.pop_back();
@@ -61,10 +62,14 @@ std::string OpInfo::describe() const {
                 ", tensor ", tensor);
 }
 
+void PollBackoff::reset(std::int64_t outstanding_bytes) {
+  const auto spin = std::chrono::microseconds(100) + std::chrono::nanoseconds(4 * std::max<std::int64_t>(outstanding_bytes, 0));
+  spin_until_ = Clock::now() + std::min<Clock::duration>(spin, std::chrono::seconds(2));
+  delay_ = kFirstSleep;
+}
+
 Clock::duration PollBackoff::next() {
-  const auto now = Clock::now();
-  if (!idle_since_) idle_since_ = now;
-  if (now - *idle_since_ < kSpin) return Clock::duration::zero();
+  if (Clock::now() < spin_until_) return Clock::duration::zero();
   const Clock::duration delay = delay_;
   delay_ = std::min<Clock::duration>(delay_ * 2, kMaxSleep);
   return delay;
@@ -109,13 +114,13 @@ void WorkState::fail(std::exception_ptr error) {
 
 bool WorkState::expire_if_late(Clock::time_point now) {
   if (done_ || now < deadline_) return false;
-  time_out(now - start_);
+  time_out(deadline_ - start_);
   return true;
 }
 
-void WorkState::time_out(Clock::duration waited) {
+void WorkState::time_out(Clock::duration limit) {
   if (done_) return;
-  const std::string what = concat("timed out after ", seconds_str(waited));
+  const std::string what = concat("timed out after ", seconds_str(limit));
   if (health_) health_->break_by(concat(info_.op, " #", info_.seq, " ", what));
   if (record_id_) FlightRecorder::instance().finish(record_id_, OpState::TimedOut);
   FlightRecorder::instance().dump(concat(info_.op, " #", info_.seq, " in group '", info_.group, "' ", what));
@@ -152,17 +157,17 @@ void WorkState::add_waiter(asio::any_completion_handler<void(std::exception_ptr)
 void Work::wait(std::optional<Clock::duration> timeout) const {
   if (!state_) return;
   const auto start = Clock::now();
-  PollBackoff backoff;
+  PollBackoff backoff(state_->info().bytes);
   while (!state_->done()) {
     bool progressed = false;
     for (Progress* engine : state_->engines()) progressed |= engine->poll();
     if (state_->done()) break;
     const auto now = Clock::now();
-    if (timeout && now - start >= *timeout) state_->time_out(now - start);
+    if (timeout && now - start >= *timeout) state_->time_out(*timeout);
     else state_->expire_if_late(now);
     if (state_->done()) break;
     if (progressed) {
-      backoff.reset();
+      backoff.reset(state_->info().bytes);
     } else if (const auto delay = backoff.next(); delay == Clock::duration::zero()) {
       std::this_thread::yield();
     } else {
@@ -174,6 +179,8 @@ void Work::wait(std::optional<Clock::duration> timeout) const {
 
 Work when_all(const std::vector<Work>& works) {
   OpInfo info{.op = "when_all", .group = "-", .peers = "-", .tensor = concat(works.size(), " operations")};
+  for (const Work& w : works)
+    if (w.state()) info.bytes += w.state()->info().bytes;
   auto all = std::make_shared<WorkState>(std::move(info), Clock::duration::max(), nullptr, /*record=*/false);
   auto remaining = std::make_shared<std::size_t>(0);
   for (const Work& w : works)

@@ -60,17 +60,21 @@ class Progress {
   virtual void watch() = 0;
 };
 
-// Spin-then-sleep waiting between polls: yield for the first ~50 us without progress,
-// then sleep 20 us doubling to 500 us; reset() after progress. Never a hot spin.
+// Waiting between polls. Open MPI has no progress thread: a message moves only while its
+// ranks call into MPI, so a wait keeps polling (yielding the core between polls) for as
+// long as its transfer may take, 100 us plus 4 ns per outstanding byte (250 MB/s), and
+// only then sleeps: 20 us doubling to 1 ms, so a rank waiting for a slow peer sleeps.
+// reset() after a completion. Never a hot spin: every poll yields or sleeps.
 class PollBackoff {
  public:
-  void reset() { idle_since_.reset(), delay_ = kFirstSleep; }
-  // The time to wait before the next poll: zero means yield and poll again.
+  explicit PollBackoff(std::int64_t outstanding_bytes = 0) { reset(outstanding_bytes); }
+  void reset(std::int64_t outstanding_bytes);
+  // The time to wait before the next poll: zero means yield, then poll again.
   Clock::duration next();
 
  private:
-  static constexpr std::chrono::microseconds kSpin{50}, kFirstSleep{20}, kMaxSleep{500};
-  std::optional<Clock::time_point> idle_since_;
+  static constexpr std::chrono::microseconds kFirstSleep{20}, kMaxSleep{1000};
+  Clock::time_point spin_until_;
   Clock::duration delay_ = kFirstSleep;
 };
 
@@ -96,7 +100,8 @@ class WorkState {
   void fail(std::exception_ptr error);
   // Fails with a timeout CommError when `now` is past the deadline; returns whether it did.
   bool expire_if_late(Clock::time_point now);
-  void time_out(Clock::duration waited);
+  // Fails with a CommError "timed out after <limit>".
+  void time_out(Clock::duration limit);
 
   // `callback(error)` once done (at once if it already is).
   void on_done(std::function<void(std::exception_ptr)> callback);

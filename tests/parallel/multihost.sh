@@ -68,14 +68,14 @@ cleanup() {
 # Stops, by pid, what is left in network namespace NS; all of it was started by this run, since nothing else enters
 # our namespaces. SIGTERM first (timeout passes it to mpirun, which then shuts the job down), SIGKILL after 3 s.
 stop_namespace_processes() {
-  local ns=$1 pids signal=TERM _
-  for _ in $(seq 60); do
+  local ns=$1 pids signal=TERM tick
+  for tick in $(seq 60); do
     pids=$(ip netns pids "$ns" 2>/dev/null || true)
     [ -n "$pids" ] || return 0
+    if [ "$tick" -gt 30 ]; then signal=KILL; fi
     # shellcheck disable=SC2086  # one pid per word
     kill -"$signal" $pids 2>/dev/null || true
     sleep 0.1
-    if [ "$_" -ge 30 ]; then signal=KILL; fi
   done
   echo "multihost: processes still in namespace $ns: $pids" >&2
 }
