@@ -48,7 +48,8 @@ check_prerequisites() {
     command -v "$cmd" >/dev/null || skip "$cmd not found"
   done
   ip netns list >/dev/null 2>&1 || skip "'ip netns' is not supported"
-  unshare --net --mount --uts true 2>/dev/null || skip "unshare --net --mount --uts fails (no CAP_SYS_ADMIN?)"
+  unshare --net --uts --pid --mount-proc true 2>/dev/null ||
+    skip "unshare --net --uts --pid --mount-proc fails (no CAP_SYS_ADMIN?)"
 }
 
 # Removes everything this run created; runs on every exit (success, failure, timeout, signal).
@@ -80,14 +81,15 @@ stop_namespace_processes() {
   echo "multihost: processes still in namespace $ns: $pids" >&2
 }
 
-# Creates the three namespaces, the bridge in the launcher namespace and one veth pair per fake host.
+# Creates the three namespaces, the bridge in the launcher namespace and one veth pair per fake host. What the
+# kernel may lack (network namespaces, bridges, veths) is a skip, not a failure.
 make_network() {
   local ns
   for ns in "$ns_launch" "$ns_a" "$ns_b"; do
-    ip netns add "$ns"
+    ip netns add "$ns" 2>/dev/null || skip "cannot create network namespace $ns"
     ip -n "$ns" link set lo up
   done
-  ip -n "$ns_launch" link add "$bridge" type bridge
+  ip -n "$ns_launch" link add "$bridge" type bridge 2>/dev/null || skip "no bridge support in the kernel"
   ip -n "$ns_launch" addr add "$net.1/24" dev "$bridge"
   ip -n "$ns_launch" link set "$bridge" up
   attach_host "$ns_a" a 11
@@ -98,7 +100,8 @@ make_network() {
 attach_host() {
   local ns=$1 suffix=$2 octet=$3
   local outer="mhv${id}${suffix}" inner="mhe${id}${suffix}"
-  ip -n "$ns_launch" link add "$outer" type veth peer name "$inner" netns "$ns"
+  ip -n "$ns_launch" link add "$outer" type veth peer name "$inner" netns "$ns" 2>/dev/null ||
+    skip "no veth support in the kernel"
   ip -n "$ns_launch" link set "$outer" master "$bridge" up
   ip -n "$ns" addr add "$net.$octet/24" dev "$inner"
   ip -n "$ns" link set "$inner" up
@@ -197,7 +200,7 @@ build_mpirun_command() {
     --mca oob_tcp_if_include "$net.0/24"
     --mca pml ob1 --mca btl tcp,self,vader --mca btl_tcp_if_include "$net.0/24"
     "${preload[@]}" --mca filem_raw_flatten_directory_trees 1
-    -x OMP_NUM_THREADS=1 -x LD_LIBRARY_PATH=.
+    -x OMP_NUM_THREADS=1 -x "LD_LIBRARY_PATH=.${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
     "${extra[@]}"
     "$program" "$@"
   )
