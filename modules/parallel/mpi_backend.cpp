@@ -17,6 +17,7 @@ module;
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -136,15 +137,14 @@ class MpiProgress final : public Progress {
     return *engine;
   }
 
-  // Completes `work` when all of `requests` completed (at once when there are none).
-  void track(const std::shared_ptr<WorkState>& work, const std::vector<MPI_Request>& requests) {
+  // Completes `work` when all of `requests` completed (at once when there are none). With
+  // `next`, an operation of several steps: each time the requests complete, next(requests)
+  // issues the following step's requests, or returns false after the last step.
+  void track(const std::shared_ptr<WorkState>& work, const std::vector<MPI_Request>& requests,
+             std::function<bool(std::vector<MPI_Request>&)> next = {}) {
     work->add_engine(this);
-    auto pending = std::make_shared<Pending>(Pending{work, static_cast<int>(requests.size())});
     if (requests.empty()) return work->complete();
-    for (MPI_Request r : requests) {
-      requests_.push_back(r);
-      owners_.push_back(pending);
-    }
+    add(std::make_shared<Pending>(Pending{work, 0, std::move(next)}), requests);
   }
 
   bool poll() override {
@@ -164,7 +164,7 @@ class MpiProgress final : public Progress {
         if (auto& p = owners_[static_cast<std::size_t>(indices_[static_cast<std::size_t>(k)])]; --p->remaining == 0)
           finished.push_back(p);
       if (count > 0) compact();
-      for (auto& p : finished) p->work->complete();
+      for (auto& p : finished) advance(p);
       progressed = count > 0;
     }
     const auto now = Clock::now();
@@ -187,7 +187,30 @@ class MpiProgress final : public Progress {
   struct Pending {
     std::shared_ptr<WorkState> work;
     int remaining;
+    std::function<bool(std::vector<MPI_Request>&)> next;
   };
+
+  void add(const std::shared_ptr<Pending>& pending, const std::vector<MPI_Request>& requests) {
+    pending->remaining = static_cast<int>(requests.size());
+    for (MPI_Request r : requests) {
+      requests_.push_back(r);
+      owners_.push_back(pending);
+    }
+  }
+
+  // The step of `p` completed: issue its next step or complete it.
+  void advance(const std::shared_ptr<Pending>& p) {
+    if (p->next) {
+      std::vector<MPI_Request> requests;
+      try {
+        if (p->next(requests) && !requests.empty()) return add(p, requests);
+      } catch (const Error& e) {
+        if (!requests.empty()) add(p, requests);  // issued before the failure: keep them alive
+        return p->work->fail(e.what());
+      }
+    }
+    p->work->complete();
+  }
 
   // One round of the poller on the io_context: re-posted while completions arrive, then
   // backing off through a timer.
@@ -259,10 +282,71 @@ class MpiProgress final : public Progress {
   PollBackoff backoff_;
 };
 
+// Ring all-reduce for large tensors: reduce-scatter then all-gather around the ring,
+// 2 (n - 1) steps of one send and one receive of a 1/n chunk each, the reductions by
+// MPI_Reduce_local. Each rank moves 2 (n - 1) / n of the tensor, and the result is the same
+// bits on every rank and run: each chunk is reduced in ring order on one rank and copied.
+class RingAllReduce {
+ public:
+  RingAllReduce(MPI_Comm comm, int rank, int size, int tag, const Tensor& buf, ReduceOp op)
+      : comm_(comm), rank_(rank), size_(size), tag_(tag), buf_(buf), type_(mpi_type(buf.dtype())),
+        op_(mpi_op(op, buf.dtype())), itemsize_(static_cast<std::int64_t>(buf.itemsize())) {
+    const std::int64_t n = buf.numel();
+    for (int c = 0, start = 0; c < size; ++c) {
+      const std::int64_t length = n / size + (c < n % size ? 1 : 0);
+      offsets_.push_back(start);
+      lengths_.push_back(length);
+      start += static_cast<int>(length);
+    }
+    scratch_ = empty({lengths_[0]}, TensorOptions{.dtype = buf.dtype()});
+  }
+
+  // Issues step `step_` (after reducing the chunk the previous step received); false when
+  // every step is done.
+  bool next(std::vector<MPI_Request>& requests) {
+    const int n = size_, next_rank = (rank_ + 1) % n, prev_rank = (rank_ + n - 1) % n;
+    if (step_ > 0 && step_ <= n - 1) {  // a reduce-scatter step received a partial chunk
+      const int c = chunk(rank_ - step_);
+      check(MPI_Reduce_local(scratch_.data_ptr(), at(c), count(c), type_, op_), "MPI_Reduce_local");
+    }
+    if (step_ == 2 * (n - 1)) return false;
+    int send_chunk, recv_chunk;
+    void* recv_to;
+    if (step_ < n - 1) {  // reduce-scatter: pass chunk r - s on, receive chunk r - s - 1
+      send_chunk = chunk(rank_ - step_), recv_chunk = chunk(rank_ - step_ - 1), recv_to = scratch_.data_ptr();
+    } else {  // all-gather: pass on the complete chunk r + 1 - t, receive chunk r - t in place
+      const int t = step_ - (n - 1);
+      send_chunk = chunk(rank_ + 1 - t), recv_chunk = chunk(rank_ - t), recv_to = at(recv_chunk);
+    }
+    requests.resize(2, MPI_REQUEST_NULL);
+    check(MPI_Irecv(recv_to, count(recv_chunk), type_, prev_rank, tag_, comm_, &requests[0]), "MPI_Irecv");
+    check(MPI_Isend(at(send_chunk), count(send_chunk), type_, next_rank, tag_, comm_, &requests[1]), "MPI_Isend");
+    ++step_;
+    return true;
+  }
+
+ private:
+  int chunk(int c) const { return ((c % size_) + size_) % size_; }
+  int count(int c) const { return static_cast<int>(lengths_[static_cast<std::size_t>(c)]); }
+  void* at(int c) const { return static_cast<char*>(buf_.data_ptr()) + offsets_[static_cast<std::size_t>(c)] * itemsize_; }
+  static void check(int rc, const char* call) {
+    if (rc != MPI_SUCCESS) throw CommError("all_reduce", concat(call, " in the ring all-reduce failed: ", mpi_error_text(rc)));
+  }
+
+  MPI_Comm comm_;
+  int rank_, size_, tag_, step_ = 0;
+  Tensor buf_, scratch_;
+  MPI_Datatype type_;
+  MPI_Op op_;
+  std::int64_t itemsize_;
+  std::vector<std::int64_t> offsets_, lengths_;
+};
+
 class MpiBackend final : public Backend {
  public:
   explicit MpiBackend(MPI_Comm comm) : comm_(comm) {
     MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
+    MPI_Comm_dup(comm_, &ring_comm_);
     MPI_Comm_rank(comm_, &rank_);
     MPI_Comm_size(comm_, &size_);
     MPI_Group group = MPI_GROUP_NULL, world = MPI_GROUP_NULL;
@@ -282,7 +366,9 @@ class MpiBackend final : public Backend {
   ~MpiBackend() override {
     int finalized = 0;
     MPI_Finalized(&finalized);
-    if (!finalized) MPI_Comm_free(&comm_);
+    if (finalized) return;
+    MPI_Comm_free(&comm_);
+    MPI_Comm_free(&ring_comm_);
   }
 
   int rank() const override { return rank_; }
@@ -292,6 +378,19 @@ class MpiBackend final : public Backend {
   MPI_Comm comm() const { return comm_; }
 
   void all_reduce(const State& work, const Tensor& buf, ReduceOp op) override {
+    if (buf.nbytes() >= kRingBytes && size_ > 1 && buf.numel() >= size_) {
+      // Each ring all-reduce has a tag of its own on the ring communicator, so that rings
+      // in flight together never match each other's messages.
+      auto ring = std::make_shared<RingAllReduce>(ring_comm_, rank_, size_, next_ring_tag(), buf, op);
+      std::vector<MPI_Request> first;
+      try {
+        ring->next(first);
+      } catch (const Error& e) {
+        return work->fail(e.what());
+      }
+      MpiProgress::instance().track(work, first, [ring](std::vector<MPI_Request>& r) { return ring->next(r); });
+      return;
+    }
     launch(work, "MPI_Iallreduce", [&](MPI_Request* r) {
       return MPI_Iallreduce(MPI_IN_PLACE, buf.data_ptr(), count(buf), mpi_type(buf.dtype()),
                             mpi_op(op, buf.dtype()), comm_, r);
@@ -365,6 +464,15 @@ class MpiBackend final : public Backend {
   }
 
  private:
+  // all_reduce of this many bytes and more runs as a ring (measured with comm_bench: below
+  // it MPI's own algorithms win).
+  static constexpr std::int64_t kRingBytes = 64 << 10;
+
+  int next_ring_tag() {
+    ring_tag_ = ring_tag_ == tag_ub_ ? 0 : ring_tag_ + 1;
+    return ring_tag_;
+  }
+
   static int count(const Tensor& t) {
     if (t.numel() > INT_MAX)
       throw ShapeError("mpi", concat("a tensor of ", t.numel(), " elements exceeds MPI's count limit ", INT_MAX));
@@ -384,8 +492,8 @@ class MpiBackend final : public Backend {
     MpiProgress::instance().track(work, {request});
   }
 
-  MPI_Comm comm_;
-  int rank_ = 0, size_ = 1, tag_ub_ = 32767;
+  MPI_Comm comm_, ring_comm_ = MPI_COMM_NULL;  // ring_comm_: the ring all-reduce's messages
+  int rank_ = 0, size_ = 1, tag_ub_ = 32767, ring_tag_ = 0;
   std::vector<int> world_ranks_;
 };
 

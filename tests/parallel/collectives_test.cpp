@@ -48,6 +48,39 @@ TEST(Collectives, AllReduceEveryDtypeOpAndSize) {
       }
 }
 
+// Tensors of 64 KiB and more take the ring all-reduce: an odd count (chunks of unequal
+// length), every dtype and op, and several rings in flight at once.
+TEST(Collectives, AllReduceLargeTensorsEveryDtypeAndOp) {
+  auto pg = world();
+  const int r = pg->rank(), n = pg->size();
+  constexpr std::int64_t kCount = 100003;
+  for (DataType dtype : kNumericTypes)
+    for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Avg, ReduceOp::Max, ReduceOp::Min, ReduceOp::Product}) {
+      if (op == ReduceOp::Avg && !is_floating_point(dtype)) continue;
+      Tensor t = make(kCount, dtype, [&](std::int64_t i) { return value(r, i); });
+      pg->all_reduce(t, {.op = op}).wait();
+      expect_values(t, [&](std::int64_t i) { return reduced(op, n, i); },
+                    concat("large all_reduce ", name(op)));
+    }
+  std::vector<Tensor> many;
+  std::vector<Work> works;
+  for (int k = 0; k < 3; ++k) {
+    many.push_back(make(kCount, kFloat32, [&](std::int64_t i) { return value(r + k, i); }));
+    works.push_back(pg->all_reduce(many.back()));
+  }
+  when_all(works).wait();
+  for (int k = 0; k < 3; ++k)
+    expect_values(many[static_cast<std::size_t>(k)], [&](std::int64_t i) { return reduced(ReduceOp::Sum, n, i + k); },
+                  concat("ring ", k, " of 3 in flight"));
+  Tensor flags = make(kCount, kFloat32, [&](std::int64_t i) { return (r + i) % 3 == 0; }).to(kBool);
+  pg->all_reduce(flags).wait();
+  expect_values(flags, [&](std::int64_t i) {
+    bool any = false;
+    for (int q = 0; q < n; ++q) any = any || (q + i) % 3 == 0;
+    return any ? 1.0 : 0.0;
+  }, "large bool all_reduce");
+}
+
 TEST(Collectives, AllReduceBoolIsLogical) {
   auto pg = world();
   const int r = pg->rank(), n = pg->size();

@@ -20,9 +20,9 @@
 #     preload path this test is about.
 #   The launcher sees the real filesystem (it is the "submit host"); it is not in the hostfile, so no rank runs there.
 #
-# How a fake host hides the shared disk: the rsh agent starts orted inside the host's network namespace and in a new
-# mount + UTS namespace with its own hostname, its own tmpfs /tmp and /dev/shm, and an empty tmpfs mounted over
-# /work and over the program's directory. The ranks therefore get the executable only through --preload-binary and the
+# How a fake host hides the shared disk: the rsh agent starts orted inside the host's network namespace and in new
+# mount, UTS and PID namespaces with its own hostname, its own tmpfs /tmp and /dev/shm, and an empty tmpfs mounted
+# over /work and over the program's directory. The ranks therefore get the executable only through --preload-binary and the
 # shared libraries it loads from the hidden directories only through --preload-files; LD_LIBRARY_PATH points the
 # loader at the directory those files land in.
 # shellcheck disable=SC2317  # cleanup and its helpers run from the EXIT trap
@@ -199,6 +199,7 @@ build_mpirun_command() {
     --mca plm_rsh_agent "$state_dir/agent" --mca plm_rsh_no_tree_spawn 1 --leave-session-attached
     --mca oob_tcp_if_include "$net.0/24"
     --mca pml ob1 --mca btl tcp,self,vader --mca btl_tcp_if_include "$net.0/24"
+    --mca btl_vader_single_copy_mechanism none  # as in tests/parallel/CMakeLists.txt: containers may forbid CMA
     "${preload[@]}" --mca filem_raw_flatten_directory_trees 1
     -x OMP_NUM_THREADS=1 -x "LD_LIBRARY_PATH=.${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
     "${extra[@]}"
