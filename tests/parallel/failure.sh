@@ -50,7 +50,21 @@ run_case exit3 "$named" INFINI_COMM_DEBUG=0
 run_case abort "$named" INFINI_COMM_DEBUG=0
 run_case sigkill "$named" INFINI_COMM_DEBUG=0
 run_case sigterm "$named" INFINI_COMM_DEBUG=0
-run_case hang "all_reduce: timed out after 5 s: operation #2 of group 'world'" INFINI_COMM_DEBUG=0
+# The hang case also writes the flight recorder into INFINI_FLIGHT_RECORDER_DIR.
+recorder_dir=$(mktemp -d)
+run_case hang "all_reduce: timed out after 5 s: operation #2 of group 'world'" INFINI_COMM_DEBUG=0 \
+  INFINI_FLIGHT_RECORDER_DIR="$recorder_dir"
+if grep -q "rank 0 all_reduce #2 group=world .*state=timed out" "$recorder_dir/rank_0.txt" 2>/dev/null &&
+   grep -q "rank 1 all_reduce #1 group=world .*state=completed" "$recorder_dir/rank_1.txt" 2>/dev/null; then
+  echo "failure hang     flight recorder files: ok"
+else
+  echo "failure hang     flight recorder files in INFINI_FLIGHT_RECORDER_DIR: missing or wrong"
+  head -5 "$recorder_dir"/* || true
+  failed=1
+fi
+rm -rf "$recorder_dir"
+run_case call_timeout "all_reduce: timed out after 1 s: operation #2 of group 'world'" INFINI_COMM_DEBUG=0 \
+  INFINI_COMM_TIMEOUT=600
 run_case mismatch "all_reduce( #2 group=world|: timed out after [0-9.]+ s: operation #2 of group .world.)" INFINI_COMM_DEBUG=0
 run_case mismatch "launched different collectives: rank [02] calls 'all_reduce #2 float32\[4\] all, sum' but rank 1 calls 'broadcast #2 float32\[4\] root 0'" INFINI_COMM_DEBUG=1
 exit $failed

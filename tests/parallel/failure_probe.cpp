@@ -1,10 +1,15 @@
 // A job in which one rank fails in a chosen way while the others wait in an all_reduce
 // (operation #2 of the world group). failure.sh runs it under mpirun and checks that every
 // rank exits non-zero in time, with a message naming the operation, group and number.
-//   failure_probe exit0|exit3|abort|sigkill|sigterm|hang|mismatch
+//   failure_probe exit0|exit3|abort|sigkill|sigterm|hang|mismatch|call_timeout
+// call_timeout: rank 1 hangs; rank 0 waits with wait(1 s), rank 2 co_awaits an operation
+// launched with a 1 s timeout (whatever INFINI_COMM_TIMEOUT says).
 #include <signal.h>
 #include <unistd.h>
 
+#include <boost/asio/awaitable.hpp>
+
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string_view>
@@ -15,7 +20,7 @@ using namespace infini;
 
 int main(int argc, char** argv) {
   if (argc != 2) {
-    std::fprintf(stderr, "usage: failure_probe exit0|exit3|abort|sigkill|sigterm|hang|mismatch\n");
+    std::fprintf(stderr, "usage: failure_probe exit0|exit3|abort|sigkill|sigterm|hang|mismatch|call_timeout\n");
     return 2;
   }
   const std::string_view mode = argv[1];
@@ -28,11 +33,16 @@ int main(int argc, char** argv) {
     if (mode == "abort") std::abort();
     if (mode == "sigkill") ::raise(SIGKILL);
     if (mode == "sigterm") ::raise(SIGTERM);
-    if (mode == "hang") ::pause();  // never returns; killed by the launcher
+    if (mode == "hang" || mode == "call_timeout") ::pause();  // never returns; killed by the launcher
     if (mode == "mismatch") {  // a different collective as operation #2
       pg->broadcast(t, 0).wait();
       return 0;
     }
+  }
+  if (mode == "call_timeout") {
+    const auto second = std::chrono::seconds(1);
+    if (pg->rank() == 0) pg->all_reduce(t).wait(second);
+    parallel::run([&]() -> boost::asio::awaitable<void> { co_await pg->all_reduce(t, {.timeout = second}); }());
   }
   pg->all_reduce(t).wait();  // operation #2: rank 1 is not there
   std::printf("rank %d: all_reduce #2 completed without rank 1\n", pg->rank());
