@@ -22,7 +22,6 @@ class Backend {
   virtual int rank() const = 0;
   virtual int size() const = 0;
   virtual const std::vector<int>& world_ranks() const = 0;
-  virtual Progress& progress() = 0;
   // The dtype `t` travels as (e.g. NCCL has no int16: int32); t itself when supported.
   virtual DataType wire_dtype(DataType t) const { return t; }
 
@@ -48,7 +47,6 @@ std::unique_ptr<Backend> split_mpi(Backend& parent, int color, int key, Clock::d
 void mpi_barrier(Backend& mpi, const std::shared_ptr<WorkState>& work);
 void finalize_mpi();
 [[noreturn]] void abort_mpi(int exit_code);
-bool mpi_initialized_here();
 // NCCL communicator of the group of `mpi` on CUDA device `device` (unique id broadcast over
 // MPI). Throws DeviceError when Infini was built without CUDA.
 std::unique_ptr<Backend> make_nccl(Backend& mpi, int device, Clock::duration timeout);

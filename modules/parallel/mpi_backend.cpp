@@ -374,7 +374,6 @@ class MpiBackend final : public Backend {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   const std::vector<int>& world_ranks() const override { return world_ranks_; }
-  Progress& progress() override { return MpiProgress::instance(); }
   MPI_Comm comm() const { return comm_; }
 
   void all_reduce(const State& work, const Tensor& buf, ReduceOp op) override {
@@ -541,7 +540,5 @@ void abort_mpi(int exit_code) {
   if (initialized && !finalized) MPI_Abort(MPI_COMM_WORLD, exit_code);
   std::_Exit(exit_code);
 }
-
-bool mpi_initialized_here() { return initialized_by_infini; }
 
 }  // namespace infini::parallel

@@ -153,7 +153,6 @@ class NcclBackend final : public Backend {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   const std::vector<int>& world_ranks() const override { return world_ranks_; }
-  Progress& progress() override { return NcclProgress::instance(); }
   DataType wire_dtype(DataType t) const override { return t == kInt16 ? kInt32 : t == kBool ? kUInt8 : t; }
 
   void all_reduce(const State& work, const Tensor& buf, ReduceOp op) override {

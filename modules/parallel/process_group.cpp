@@ -124,10 +124,6 @@ std::string_view name(ReduceOp op) {
   return "?";
 }
 
-struct ProcessGroup::Launch {
-  std::shared_ptr<WorkState> work;
-};
-
 ProcessGroup::ProcessGroup(std::string name, std::unique_ptr<Backend> mpi)
     : name_(std::move(name)), mpi_(std::move(mpi)), health_(std::make_shared<GroupHealth>()),
       debug_(env_flag("INFINI_COMM_DEBUG")) {}
@@ -138,7 +134,7 @@ int ProcessGroup::rank() const { return mpi_->rank(); }
 int ProcessGroup::size() const { return mpi_->size(); }
 const std::vector<int>& ProcessGroup::world_ranks() const { return mpi_->world_ranks(); }
 
-ProcessGroup::Launch ProcessGroup::begin(std::string_view op, std::string peers, std::string tensor,
+std::shared_ptr<WorkState> ProcessGroup::begin(std::string_view op, std::string peers, std::string tensor,
                                          std::int64_t bytes, std::optional<Clock::duration> timeout,
                                          bool collective) {
   if (health_->broken())
@@ -155,7 +151,7 @@ ProcessGroup::Launch ProcessGroup::begin(std::string_view op, std::string peers,
               .seq = seq,
               .bytes = bytes};
   if (!collective) info.op += " (point-to-point)";
-  return {std::make_shared<WorkState>(std::move(info), limit, health_)};
+  return std::make_shared<WorkState>(std::move(info), limit, health_);
 }
 
 Backend& ProcessGroup::backend_for(std::string_view op, const std::vector<const Tensor*>& tensors) {
@@ -202,7 +198,7 @@ Work ProcessGroup::all_reduce(const Tensor& t, ReduceOptions o) {
   check_defined(op, t, "tensor");
   check_reduce(op, t, o);
   Backend& b = backend_for(op, {&t});
-  auto [work] = begin(op, concat("all, ", parallel::name(o.op)), tensor_str(t), t.nbytes(), o.timeout, true);
+  auto work = begin(op, concat("all, ", parallel::name(o.op)), tensor_str(t), t.nbytes(), o.timeout, true);
   const bool widen = o.accumulate_in_float32 && (t.dtype() == kBFloat16 || t.dtype() == kFloat16);
   Tensor buf = output_buffer(t, b.wire_dtype(widen ? kFloat32 : t.dtype()), true);
   work->keep_alive(t);
@@ -225,7 +221,7 @@ Work ProcessGroup::all_gather(const Tensor& out, const Tensor& in, CommOptions o
   check_same_dtype(op, out, in);
   check_blocks(op, out, in, size(), "an output");
   Backend& b = backend_for(op, {&out, &in});
-  auto [work] = begin(op, "all", tensor_str(in), in.nbytes(), o.timeout, true);
+  auto work = begin(op, "all", tensor_str(in), in.nbytes(), o.timeout, true);
   Tensor src = staged(in, b.wire_dtype(in.dtype())), dst = output_buffer(out, b.wire_dtype(out.dtype()), false);
   for (const Tensor& t : {out, src, dst}) work->keep_alive(t);
   b.all_gather(work, dst, src);
@@ -256,7 +252,7 @@ Work ProcessGroup::reduce_scatter(const Tensor& out, const Tensor& in, ReduceOpt
   check_reduce(op, out, o);
   check_blocks(op, in, out, size(), "an input");
   Backend& b = backend_for(op, {&out, &in});
-  auto [work] = begin(op, concat("all, ", parallel::name(o.op)), tensor_str(in), in.nbytes(), o.timeout, true);
+  auto work = begin(op, concat("all, ", parallel::name(o.op)), tensor_str(in), in.nbytes(), o.timeout, true);
   const bool widen = o.accumulate_in_float32 && (in.dtype() == kBFloat16 || in.dtype() == kFloat16);
   const DataType wire = b.wire_dtype(widen ? kFloat32 : in.dtype());
   Tensor src = staged(in, wire), dst = output_buffer(out, wire, false);
@@ -277,7 +273,7 @@ Work ProcessGroup::broadcast(const Tensor& t, int root, CommOptions o) {
   check_defined(op, t, "tensor");
   check_root(op, root, size());
   Backend& b = backend_for(op, {&t});
-  auto [work] = begin(op, concat("root ", root), tensor_str(t), t.nbytes(), o.timeout, true);
+  auto work = begin(op, concat("root ", root), tensor_str(t), t.nbytes(), o.timeout, true);
   Tensor buf = output_buffer(t, b.wire_dtype(t.dtype()), rank() == root);
   work->keep_alive(t);
   work->keep_alive(buf);
@@ -292,7 +288,7 @@ Work ProcessGroup::reduce(const Tensor& t, int root, ReduceOptions o) {
   check_root(op, root, size());
   check_reduce(op, t, o);
   Backend& b = backend_for(op, {&t});
-  auto [work] = begin(op, concat("root ", root, ", ", parallel::name(o.op)), tensor_str(t), t.nbytes(), o.timeout, true);
+  auto work = begin(op, concat("root ", root, ", ", parallel::name(o.op)), tensor_str(t), t.nbytes(), o.timeout, true);
   const bool widen = o.accumulate_in_float32 && (t.dtype() == kBFloat16 || t.dtype() == kFloat16);
   Tensor buf = staged(t, b.wire_dtype(widen ? kFloat32 : t.dtype()));
   work->keep_alive(t);
@@ -318,7 +314,7 @@ Work ProcessGroup::gather(const std::vector<Tensor>& outs, const Tensor& in, int
   else if (!outs.empty())
     throw ShapeError(op, concat("expected no outputs on rank ", rank(), " (root is ", root, "), got ", outs.size()));
   Backend& b = backend_for(op, {&in});
-  auto [work] = begin(op, concat("root ", root), tensor_str(in), in.nbytes(), o.timeout, true);
+  auto work = begin(op, concat("root ", root), tensor_str(in), in.nbytes(), o.timeout, true);
   const DataType wire = b.wire_dtype(in.dtype());
   Tensor src = staged(in, wire), flat;
   if (rank() == root) flat = empty({size() * in.numel()}, TensorOptions{.dtype = wire, .device = in.device()});
@@ -341,7 +337,7 @@ Work ProcessGroup::scatter(const Tensor& out, const std::vector<Tensor>& ins, in
   else if (!ins.empty())
     throw ShapeError(op, concat("expected no inputs on rank ", rank(), " (root is ", root, "), got ", ins.size()));
   Backend& b = backend_for(op, {&out});
-  auto [work] = begin(op, concat("root ", root), tensor_str(out), out.nbytes(), o.timeout, true);
+  auto work = begin(op, concat("root ", root), tensor_str(out), out.nbytes(), o.timeout, true);
   const DataType wire = b.wire_dtype(out.dtype());
   Tensor flat, dst = output_buffer(out, wire, false);
   if (rank() == root) {
@@ -365,7 +361,7 @@ Work ProcessGroup::all_to_all(const Tensor& out, const Tensor& in, CommOptions o
     throw ShapeError(op, concat("expected input and output of one shape whose dim 0 splits into ", size(),
                                 " blocks, got input ", in.shape(), " and output ", out.shape()));
   Backend& b = backend_for(op, {&out, &in});
-  auto [work] = begin(op, "all", tensor_str(in), in.nbytes(), o.timeout, true);
+  auto work = begin(op, "all", tensor_str(in), in.nbytes(), o.timeout, true);
   Tensor src = staged(in, b.wire_dtype(in.dtype())), dst = output_buffer(out, b.wire_dtype(out.dtype()), false);
   for (const Tensor& t : {out, src, dst}) work->keep_alive(t);
   b.all_to_all(work, dst, src);
@@ -398,7 +394,7 @@ Work ProcessGroup::batch_isend_irecv(const std::vector<P2POp>& ops, CommOptions 
     bytes += p.tensor.nbytes();
   }
   Backend& b = backend_for(name, tensors);
-  auto [work] = begin(name, peers, described, bytes, o.timeout, false);
+  auto work = begin(name, peers, described, bytes, o.timeout, false);
   std::vector<P2POp> wire;
   for (const P2POp& p : ops) {
     const bool send = p.kind == P2POp::Kind::Send;
@@ -414,7 +410,7 @@ Work ProcessGroup::batch_isend_irecv(const std::vector<P2POp>& ops, CommOptions 
 }
 
 Work ProcessGroup::barrier(CommOptions o) {
-  auto [work] = begin("barrier", "all", "-", 0, o.timeout, true);
+  auto work = begin("barrier", "all", "-", 0, o.timeout, true);
   mpi_barrier(*mpi_, work);
   return Work(work);
 }

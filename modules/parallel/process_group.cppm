@@ -97,8 +97,9 @@ class ProcessGroup {
                                           CommOptions options = {});
 
  private:
-  struct Launch;
-  Launch begin(std::string_view op, std::string peers, std::string tensor, std::int64_t bytes,
+  // Checks the group is healthy, numbers the operation (and in debug mode checks that every
+  // rank launches the same collective) and makes its WorkState.
+  std::shared_ptr<WorkState> begin(std::string_view op, std::string peers, std::string tensor, std::int64_t bytes,
                std::optional<Clock::duration> timeout, bool collective);
   Backend& backend_for(std::string_view op, const std::vector<const Tensor*>& tensors);
   void check_signature(std::string_view op, const std::string& signature, Clock::duration timeout);
