@@ -1,5 +1,6 @@
 module;
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <queue>
@@ -13,6 +14,25 @@ namespace infini {
 namespace {
 
 thread_local bool anomaly_mode = false;
+// One list of queue_callback()s per backward pass running on this thread (innermost last).
+thread_local std::vector<std::vector<std::function<void()>>> pass_callbacks;
+
+// Opens a pass's callback list; finish() runs its callbacks, the destructor drops them (a
+// pass that threw runs none).
+class PassCallbacks {
+ public:
+  PassCallbacks() { pass_callbacks.emplace_back(); }
+  ~PassCallbacks() { pass_callbacks.pop_back(); }
+  PassCallbacks(const PassCallbacks&) = delete;
+  PassCallbacks& operator=(const PassCallbacks&) = delete;
+  void finish() {
+    // A callback may queue more (they run too); index, since the list may grow.
+    for (std::size_t i = 0; i < pass_callbacks.back().size(); ++i) {
+      std::function<void()> callback = std::move(pass_callbacks.back()[i]);
+      callback();
+    }
+  }
+};
 
 // Adds incoming gradients into a leaf's grad(), after the leaf's tensor hooks.
 class AccumulateGrad : public Node {
@@ -112,6 +132,7 @@ TensorList run_engine(const std::vector<Edge>& roots, const TensorList& root_gra
 
   TensorList captured(targets.size());
   const bool capture = !targets.empty();
+  PassCallbacks callbacks;
   while (!ready.empty()) {
     std::shared_ptr<Node> node = ready.top();
     ready.pop();
@@ -141,6 +162,7 @@ TensorList run_engine(const std::vector<Edge>& roots, const TensorList& root_gra
       if (--dependencies[edges[i].node.get()] == 0) ready.push(edges[i].node);
     }
   }
+  callbacks.finish();
   return captured;
 }
 
@@ -223,6 +245,12 @@ TensorList grad(const TensorList& outputs, const TensorList& inputs, const Tenso
     if (!result[i].defined() && !allow_unused)
       throw Error("grad", concat("input ", i, " was not used to compute the outputs (pass allow_unused=true)"));
   return result;
+}
+
+void queue_callback(std::function<void()> callback) {
+  if (pass_callbacks.empty()) throw Error("queue_callback", "expected to be called during a backward pass");
+  if (!callback) throw Error("queue_callback", "expected a callable callback, got an empty function");
+  pass_callbacks.back().push_back(std::move(callback));
 }
 
 }  // namespace autograd

@@ -1,6 +1,7 @@
 // The backward engine: runs the graph behind some roots iteratively (no recursion), each
 // node once all of its incoming gradients have arrived, later-created nodes first.
 module;
+#include <functional>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -44,6 +45,12 @@ void backward(const TensorList& roots, const TensorList& grad_roots = {}, bool r
 // retain_graph defaults to create_graph.
 TensorList grad(const TensorList& outputs, const TensorList& inputs, const TensorList& grad_outputs = {},
                 std::optional<bool> retain_graph = {}, bool create_graph = false, bool allow_unused = false);
+
+// From inside a backward pass (a hook or a node): runs `callback` once that pass has run
+// every node, before backward() returns, in the order queued (PyTorch's
+// Engine::queue_callback; DDP waits for its all-reduces this way). An exception from a
+// callback leaves backward(). Error outside a backward pass.
+void queue_callback(std::function<void()> callback);
 
 }  // namespace autograd
 }  // namespace infini

@@ -1,6 +1,6 @@
 // infini.parallel: the asynchronous runtime (one Asio io_context per rank), process groups
 // over MPI (CPU tensors) and NCCL (CUDA tensors), Work and its awaitable form, the flight
-// recorder, and the dp x tp x pp layout.
+// recorder, the dp x tp x pp layout, and data parallelism (DistributedDataParallel).
 export module infini.parallel;
 export import infini.nn;
 export import :comm_error;
@@ -9,4 +9,7 @@ export import :runtime;
 export import :work;
 export import :process_group;
 export import :layout;
+export import :buckets;
+export import :reducer;
+export import :ddp;
 import :backend;  // internal: the MPI and NCCL implementations

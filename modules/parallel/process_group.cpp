@@ -473,4 +473,10 @@ int local_rank() {
   return 0;
 }
 
+bool launched_by_mpirun() {
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"})
+    if (const char* v = std::getenv(name); v && *v) return true;
+  return false;
+}
+
 }  // namespace infini::parallel

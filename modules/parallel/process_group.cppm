@@ -127,5 +127,9 @@ void finalize_process_group();
 
 // This process's rank among the ranks on its host (the launcher's environment, else 0).
 int local_rank();
+// Whether a launcher (mpirun, srun) started this process as a rank of a job: its
+// environment names a world (OMPI_COMM_WORLD_SIZE, PMI_SIZE, PMIX_RANK). Programs that
+// should run plainly without one check this before init_process_group().
+bool launched_by_mpirun();
 
 }  // namespace infini::parallel

@@ -1,17 +1,18 @@
 # cmake -DPROGRAM=<gpt2|llama3> -DMODEL_FLAGS="--model|custom|..." -DEXPORT=<gpt2.bin|llama3.bin>
-#       -DDATA=<tests/data/gpt2-tiny> -DWORK_DIR=<dir> -P check_resume.cmake
+#       -DDATA=<tests/data/gpt2-tiny> -DWORK_DIR=<dir> [-DLAUNCHER="mpirun|...|-np|N"] -P check_resume.cmake
 # 20 steps equal 10 steps + --save + --load in a new process + 10 steps, bit for bit: the final
 # checkpoints (training state and llm.c export) are byte-identical. Random init, shuffled
 # batches, a warmup that spans the save, decay and clipping: every part of the state matters.
 # (A cosine schedule's length is --num_iteration, so the first half could not use it.)
-# MODEL_FLAGS separates its words with '|'.
+# MODEL_FLAGS and LAUNCHER (runs each process under mpirun) separate their words with '|'.
 file(REMOVE_RECURSE "${WORK_DIR}")
 string(REPLACE "|" ";" model_flags "${MODEL_FLAGS}")
+string(REPLACE "|" ";" launcher "${LAUNCHER}")
 set(common ${model_flags} --input_bin "${DATA}/train.bin" --batch_size 2 --sequence_length 16 --total_batch_size 64
            --learning_rate 1e-2 --warmup_steps 12 --lr_schedule constant --weight_decay 0.1 --grad_clip 0.5 --shuffle 1)
 
 function(run)
-  execute_process(COMMAND "${PROGRAM}" ${common} ${ARGN} RESULT_VARIABLE result ERROR_VARIABLE err OUTPUT_QUIET)
+  execute_process(COMMAND ${launcher} "${PROGRAM}" ${common} ${ARGN} RESULT_VARIABLE result ERROR_VARIABLE err OUTPUT_QUIET)
   if(NOT result EQUAL 0)
     message(FATAL_ERROR "${PROGRAM} ${ARGN} failed (${result}): ${err}")
   endif()

@@ -14,6 +14,8 @@
 #include "sampling.h"
 #include "token_batches.h"
 
+import infini.parallel;
+
 namespace samples {
 
 using namespace infini;
@@ -138,15 +140,40 @@ std::string decode(const std::optional<llmc::TokenizerFile>& tokenizer, const st
   return text;
 }
 
-}  // namespace
+// The ranks of the run. Under mpirun: the world, every rank a data-parallel replica that
+// trains on its share of each step's sequences. Without a launcher: no process group and
+// the plain single-process path.
+struct Ranks {
+  std::shared_ptr<parallel::ProcessGroup> world;  // null without a launcher
+  int rank = 0, size = 1;
+  bool main() const { return rank == 0; }
+};
 
-int train(const LanguageModel& lm, const TrainFlags& f) {
-  const std::int64_t B = f.batch_size, T = f.sequence_length;
+Ranks join_world() {
+  if (!parallel::launched_by_mpirun()) return {};
+  auto world = parallel::init_process_group();
+  return {world, world->rank(), world->size()};
+}
+
+// The mean of `value` over the ranks.
+double rank_mean(const Ranks& ranks, double value) {
+  if (!ranks.world) return value;
+  Tensor t = full({1}, value, TensorOptions{.dtype = kFloat64});
+  ranks.world->all_reduce(t, {.op = parallel::ReduceOp::Avg}).wait();
+  return t.item<double>();
+}
+
+int run_training(const LanguageModel& lm, const TrainFlags& f, const Ranks& ranks) {
+  const parallel::Layout layout(ranks.size);  // data parallel only: dp = world size
+  const std::string layout_name = layout.str();
+  const std::int64_t B = f.batch_size, T = f.sequence_length, dp = layout.dp();
   if (T > lm.max_seq_len) throw Error("train", concat("--sequence_length ", T, " exceeds the model's ", lm.max_seq_len));
-  const std::int64_t tokens_per_step = f.total_batch_size > 0 ? f.total_batch_size : B * T;
-  if (tokens_per_step % (B * T) != 0)
-    throw Error("train", concat("--total_batch_size ", tokens_per_step, " is not a multiple of batch_size * sequence_length = ", B * T));
-  const std::int64_t micro_steps = tokens_per_step / (B * T), sequences_per_step = tokens_per_step / T;
+  const std::int64_t tokens_per_step = f.total_batch_size > 0 ? f.total_batch_size : B * T * dp;
+  if (tokens_per_step % (B * T * dp) != 0)
+    throw Error("train", concat("--total_batch_size ", tokens_per_step, " is not a multiple of batch_size * sequence_length",
+                                " * data-parallel ranks = ", B, " * ", T, " * ", dp, " = ", B * T * dp));
+  // Each micro-step, rank r takes sequences (k * dp + r) * B .. + B - 1 of the step's.
+  const std::int64_t micro_steps = tokens_per_step / (B * T * dp), sequences_per_step = tokens_per_step / T;
 
   std::optional<TokenBatches> val_data;
   if (!f.input_val_bin.empty()) val_data.emplace(std::make_shared<llmc::TokenFile>(f.input_val_bin), T, false, f.seed);
@@ -155,18 +182,22 @@ int train(const LanguageModel& lm, const TrainFlags& f) {
 
   nn::Module& model = *lm.module;
   const std::vector<Tensor> params = model.parameters();
+  // Replicas start from rank 0's weights; backward averages gradients over the ranks.
+  std::optional<parallel::DistributedDataParallel> ddp;
+  if (ranks.world) ddp.emplace(lm.module, ranks.world);
   auto optimizer = make_optimizer(model, f);
   auto schedule = make_schedule(*optimizer, f);
   io::TrainingState state;
   state.add("model", model).add("optimizer", *optimizer).add("scheduler", *schedule).add_generator("rng", default_generator());
   state.metadata["data_seed"] = std::to_string(f.seed);  // the batch order: a resumed run keeps its own
-  if (!f.load.empty()) {
+  if (!f.load.empty()) {  // every rank reads the same (replicated) state
     io::load_checkpoint(f.load, state);
-    std::printf("resumed from %s at step %lld\n", f.load.c_str(), static_cast<long long>(state.step));
+    if (ranks.main()) std::printf("resumed from %s at step %lld\n", f.load.c_str(), static_cast<long long>(state.step));
   }
   const std::uint64_t data_seed = std::stoull(state.metadata.at("data_seed"));
   TokenBatches train_data(std::make_shared<llmc::TokenFile>(f.input_bin), T, f.shuffle != 0, data_seed);
-  auto save = [&] {
+  auto save = [&] {  // rank 0 writes the replicated state
+    if (!ranks.main()) return;
     io::save_checkpoint(f.save, state);
     lm.export_llmc(std::filesystem::path(f.save) / lm.llmc_name);
     std::printf("saved step %lld to %s\n", static_cast<long long>(state.step), f.save.c_str());
@@ -174,11 +205,12 @@ int train(const LanguageModel& lm, const TrainFlags& f) {
 
   std::int64_t num_params = 0;
   for (const Tensor& p : params) num_params += p.numel();
-  std::printf("%lld parameters | %lld tokens per step = %lld micro-batches of %lld x %lld | %d threads\n",
-              static_cast<long long>(num_params), static_cast<long long>(tokens_per_step),
-              static_cast<long long>(micro_steps), static_cast<long long>(B), static_cast<long long>(T),
-              omp_get_max_threads());
-  Metrics metrics(f.metrics_out);
+  if (ranks.main())
+    std::printf("%lld parameters | %s | %lld tokens per step = %lld micro-batches of %lld x %lld per rank | %d threads%s\n",
+                static_cast<long long>(num_params), layout_name.c_str(), static_cast<long long>(tokens_per_step),
+                static_cast<long long>(micro_steps), static_cast<long long>(B), static_cast<long long>(T),
+                omp_get_max_threads(), dp > 1 ? " per rank" : "");
+  Metrics metrics(ranks.main() ? f.metrics_out : std::string());
   double total_ms = 0, last_loss = 0;
   std::int64_t timed_steps = 0;
   Generator sample_rng(f.seed);
@@ -189,7 +221,10 @@ int train(const LanguageModel& lm, const TrainFlags& f) {
     optimizer->zero_grad();
     double loss_sum = 0, forward_ms = 0, backward_ms = 0;
     for (std::int64_t k = 0; k < micro_steps; ++k) {
-      const data::Example batch = train_data.sequences(step * sequences_per_step + k * B, B);
+      // Gradients of all but the last micro-step accumulate locally; the last one's backward
+      // averages everything over the ranks.
+      const auto no_sync = ddp && k + 1 < micro_steps ? ddp->no_sync() : parallel::DistributedDataParallel::NoSync();
+      const data::Example batch = train_data.sequences(step * sequences_per_step + (k * dp + ranks.rank) * B, B);
       const auto t0 = Clock::now();
       const Tensor loss = lm.loss(lm.logits(batch.data), batch.target);
       const auto t1 = Clock::now();
@@ -209,15 +244,17 @@ int train(const LanguageModel& lm, const TrainFlags& f) {
     const double optimizer_ms = std::chrono::duration<double, std::milli>(end - t_update).count();
     const double tokens_per_s = static_cast<double>(tokens_per_step) / (ms / 1000.0);
     const std::int64_t peak = memory_stats(Device::cpu()).peak_allocated_bytes;
-    last_loss = loss_sum / static_cast<double>(micro_steps);
+    last_loss = rank_mean(ranks, loss_sum / static_cast<double>(micro_steps));
     if (step > first_step || f.num_iteration - first_step == 1) {  // the first step warms caches up
       total_ms += ms;
       ++timed_steps;
     }
-    std::printf("step %lld/%lld | loss %.4f | lr %.2e | norm %.2f | %.1f ms | %.0f tok/s | peak %.1f GiB\n",
-                static_cast<long long>(step), static_cast<long long>(f.num_iteration), last_loss, lr, norm, ms,
-                tokens_per_s, static_cast<double>(peak) / (1 << 30));
-    std::fflush(stdout);
+    if (ranks.main()) {
+      std::printf("step %lld/%lld | %s | loss %.4f | lr %.2e | norm %.2f | %.1f ms | %.0f tok/s | peak %.1f GiB\n",
+                  static_cast<long long>(step), static_cast<long long>(f.num_iteration), layout_name.c_str(), last_loss,
+                  lr, norm, ms, tokens_per_s, static_cast<double>(peak) / (1 << 30));
+      std::fflush(stdout);
+    }
     metrics.line(format("{\"step\": %lld, \"loss\": %.7f, \"lr\": %.6e, \"grad_norm\": %.6f, \"ms\": %.3f, "
                         "\"tokens_per_s\": %.1f, \"peak_bytes\": %lld, \"forward_ms\": %.3f, \"backward_ms\": %.3f, "
                         "\"optimizer_ms\": %.3f}",
@@ -225,13 +262,13 @@ int train(const LanguageModel& lm, const TrainFlags& f) {
                         forward_ms, backward_ms, optimizer_ms));
     state.step = step + 1;
     const bool last = state.step == f.num_iteration;
-    if (val_data && f.val_loss_every > 0 && (state.step % f.val_loss_every == 0 || last)) {
+    if (ranks.main() && val_data && f.val_loss_every > 0 && (state.step % f.val_loss_every == 0 || last)) {
       model.eval();
       const double val_loss = validation_loss(lm, *val_data, f);
       std::printf("step %lld | val loss %.4f\n", static_cast<long long>(step), val_loss);
       metrics.line(format("{\"step\": %lld, \"val_loss\": %.7f}", static_cast<long long>(step), val_loss));
     }
-    if (f.sample_every > 0 && (state.step % f.sample_every == 0 || last)) {
+    if (ranks.main() && f.sample_every > 0 && (state.step % f.sample_every == 0 || last)) {
       model.eval();
       const std::int64_t eot = tokenizer && tokenizer->eot_token ? *tokenizer->eot_token : lm.vocab_size - 1;
       std::vector<std::int64_t> tokens = {eot};
@@ -242,11 +279,28 @@ int train(const LanguageModel& lm, const TrainFlags& f) {
     if (!f.save.empty() && ((f.save_interval > 0 && state.step % f.save_interval == 0) || last)) save();
   }
   const double mean_ms = timed_steps > 0 ? total_ms / static_cast<double>(timed_steps) : 0;
-  metrics.line(format("{\"summary\": {\"steps\": %lld, \"final_loss\": %.7f, \"mean_ms\": %.3f, \"peak_bytes\": %lld}}",
-                      static_cast<long long>(f.num_iteration), last_loss, mean_ms,
+  metrics.line(format("{\"summary\": {\"layout\": \"%s\", \"steps\": %lld, \"final_loss\": %.7f, \"mean_ms\": %.3f, "
+                      "\"tokens_per_s\": %.1f, \"peak_bytes\": %lld}}",
+                      layout_name.c_str(), static_cast<long long>(f.num_iteration), last_loss, mean_ms,
+                      mean_ms > 0 ? static_cast<double>(tokens_per_step) / (mean_ms / 1000.0) : 0.0,
                       static_cast<long long>(memory_stats(Device::cpu()).peak_allocated_bytes)));
-  std::printf("done: %lld steps, mean %.1f ms/step after the first\n", static_cast<long long>(f.num_iteration), mean_ms);
+  if (ranks.main())
+    std::printf("done: %s, %lld steps, mean %.1f ms/step after the first\n", layout_name.c_str(),
+                static_cast<long long>(f.num_iteration), mean_ms);
   return 0;
+}
+
+}  // namespace
+
+int train(const LanguageModel& lm, const TrainFlags& f) {
+  const Ranks ranks = join_world();
+  if (!ranks.world) return run_training(lm, f, ranks);
+  try {
+    return run_training(lm, f, ranks);
+  } catch (const std::exception& e) {  // the other ranks may wait in a collective: end the job
+    std::fprintf(stderr, "rank %d: %s\n", ranks.rank, e.what());
+    parallel::abort_job(1);
+  }
 }
 
 }  // namespace samples

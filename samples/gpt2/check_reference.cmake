@@ -1,25 +1,29 @@
 # cmake -DPROGRAM=<gpt2> -DCOMPARE=<compare_losses> -DDATA=<tests/data/gpt2-tiny> -DWORK_DIR=<dir>
-#       -DBATCH=<4|2|1> [-DDTYPE=bfloat16 -DTOLERANCE=<abs>] -P check_reference.cmake
+#       -DBATCH=<4|2|1> [-DDTYPE=bfloat16 -DTOLERANCE=<abs>] [-DLAUNCHER="mpirun|...|-np|N"]
+#       [-DEXTRA_FLAGS="--flag|value"] -P check_reference.cmake
 # llm.c's reference run (expected.json: 20 steps of B*T = 128 tokens) with micro-batches of
-# BATCH sequences, i.e. 4 / BATCH gradient-accumulation micro-steps: every loss within
-# expected.json's tolerance, or TOLERANCE (for --dtype bfloat16, whose products round).
+# BATCH sequences per rank, i.e. 4 / (BATCH * ranks) gradient-accumulation micro-steps: every
+# loss within expected.json's tolerance, or TOLERANCE (for --dtype bfloat16, whose products
+# round). LAUNCHER runs the program under mpirun (words separated by '|').
 if(NOT DTYPE)
   set(DTYPE float32)
 endif()
+string(REPLACE "|" ";" launcher "${LAUNCHER}")
+string(REPLACE "|" ";" extra_flags "${EXTRA_FLAGS}")
 file(REMOVE_RECURSE "${WORK_DIR}")
 file(MAKE_DIRECTORY "${WORK_DIR}")
-execute_process(COMMAND "${PROGRAM}" --llmc_filepath "${DATA}/model.bin" --input_bin "${DATA}/train.bin"
+execute_process(COMMAND ${launcher} "${PROGRAM}" ${extra_flags} --llmc_filepath "${DATA}/model.bin" --input_bin "${DATA}/train.bin"
                         --batch_size ${BATCH} --sequence_length 32 --total_batch_size 128 --num_iteration 20
                         --learning_rate 3e-3 --weight_decay 0 --lr_schedule constant --warmup_steps 0 --grad_clip 0
                         --shuffle 0 --dtype ${DTYPE} --metrics_out "${WORK_DIR}/metrics.jsonl"
                 RESULT_VARIABLE result ERROR_VARIABLE err OUTPUT_QUIET)
 if(NOT result EQUAL 0)
-  message(FATAL_ERROR "gpt2 --batch_size ${BATCH} failed (${result}): ${err}")
+  message(FATAL_ERROR "${LAUNCHER} gpt2 --batch_size ${BATCH} ${EXTRA_FLAGS} failed (${result}): ${err}")
 endif()
 execute_process(COMMAND "${COMPARE}" "${DATA}/expected.json" "${WORK_DIR}/metrics.jsonl" ${TOLERANCE}
                 RESULT_VARIABLE result OUTPUT_VARIABLE out ERROR_VARIABLE err)
 message(STATUS "${out}")
 if(NOT result EQUAL 0)
-  message(FATAL_ERROR "--batch_size ${BATCH}: ${err}")
+  message(FATAL_ERROR "${LAUNCHER} --batch_size ${BATCH} ${EXTRA_FLAGS}: ${err}")
 endif()
 file(REMOVE_RECURSE "${WORK_DIR}")

@@ -1,14 +1,19 @@
-# cmake -DPROGRAM=<mnist> -DDATA=<dir> -DWORK_DIR=<dir> -P check_mnist.cmake
+# cmake -DPROGRAM=<mnist> -DDATA=<dir> -DWORK_DIR=<dir> [-DLAUNCHER="mpirun|...|-np|N" -DBATCH=<per rank>]
+#       -P check_mnist.cmake
 # One short epoch of mlp_resnet on the first 10000 training images must reach test accuracy
-# 0.75 on all 10000 test images and write a complete metrics line.
+# 0.75 on all 10000 test images and write a complete metrics line (from rank 0 under LAUNCHER).
+if(NOT BATCH)
+  set(BATCH 64)
+endif()
+string(REPLACE "|" ";" launcher "${LAUNCHER}")
 if(NOT EXISTS "${DATA}/t10k-labels-idx1-ubyte.gz" AND NOT EXISTS "${DATA}/t10k-labels-idx1-ubyte")
   message("SKIP: no Fashion-MNIST in ${DATA} (scripts/setup installs it)")
   return()
 endif()
 file(REMOVE_RECURSE "${WORK_DIR}")
 file(MAKE_DIRECTORY "${WORK_DIR}")
-execute_process(COMMAND "${PROGRAM}" --data "${DATA}" --model mlp_resnet --epochs 1 --train_examples 10000
-                        --batch_size 64 --seed 3 --metrics_out "${WORK_DIR}/metrics.jsonl"
+execute_process(COMMAND ${launcher} "${PROGRAM}" --data "${DATA}" --model mlp_resnet --epochs 1 --train_examples 10000
+                        --batch_size ${BATCH} --seed 3 --metrics_out "${WORK_DIR}/metrics.jsonl"
                 RESULT_VARIABLE result OUTPUT_VARIABLE out ERROR_VARIABLE err)
 message(STATUS "${out}")
 if(NOT result EQUAL 0)

@@ -1,6 +1,9 @@
 // Trains a classifier on Fashion-MNIST and reports loss and accuracy per epoch.
 //   build/release/bin/mnist --data /usr/share/datasets/fashion-mnist --model cnn --epochs 5 \
 //       --batch_size 128 --lr 2e-3 --optimizer adam --lr_schedule cosine --seed 0 --metrics_out cnn.jsonl
+// Under mpirun every rank is a data-parallel replica (DistributedDataParallel) that trains on
+// its share of each epoch (DistributedSampler, --batch_size images per rank); rank 0
+// evaluates, prints and writes the metrics.
 // Each epoch prints one line and appends one JSON object to --metrics_out:
 //   {"epoch": 1, "train_loss": ..., "train_acc": ..., "test_loss": ..., "test_acc": ..., "seconds": ...}
 #include <CLI/CLI.hpp>
@@ -12,13 +15,14 @@
 #include <iostream>
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "models.h"
 
-import infini.nn;
+import infini.parallel;
 
 using namespace infini;
 
@@ -58,9 +62,10 @@ struct EpochStats {
 };
 
 // One pass over `loader`: with an optimizer, a training epoch; without, an evaluation.
-// With `scheduler`, it steps after every optimizer step.
+// With `scheduler`, it steps after every optimizer step. With `world`, the statistics are
+// over every rank's examples.
 EpochStats run_epoch(nn::Sequential& model, data::DataLoader<>& loader, optim::Optimizer* optimizer,
-                     optim::LRScheduler* scheduler) {
+                     optim::LRScheduler* scheduler, parallel::ProcessGroup* world = nullptr) {
   double loss_sum = 0;
   std::int64_t correct = 0, seen = 0;
   for (data::Example& batch : loader) {
@@ -77,6 +82,12 @@ EpochStats run_epoch(nn::Sequential& model, data::DataLoader<>& loader, optim::O
     loss_sum += loss.item().to<double>() * static_cast<double>(n);
     correct += sum(eq(argmax(logits, 1), batch.target)).item().to<std::int64_t>();
     seen += n;
+  }
+  if (world) {
+    Tensor totals = from_vector(std::vector<double>{loss_sum, static_cast<double>(correct), static_cast<double>(seen)}, {3});
+    world->all_reduce(totals).wait();
+    const double* t = totals.data_ptr<double>();
+    return {t[0] / t[2], t[1] / t[2]};
   }
   return {loss_sum / static_cast<double>(seen), static_cast<double>(correct) / static_cast<double>(seen)};
 }
@@ -114,27 +125,39 @@ int main(int argc, char** argv) {
       train_set = std::make_shared<data::Subset<>>(train_set, std::move(first));
     }
     auto test_set = std::make_shared<data::FashionMNIST>(f.data, false);
-    data::DataLoader<> train_loader(train_set, {.batch_size = f.batch_size, .shuffle = true, .num_workers = f.workers, .seed = f.seed});
+    // Under mpirun: rank r trains on its DistributedSampler share of each epoch.
+    std::shared_ptr<parallel::ProcessGroup> world;
+    if (parallel::launched_by_mpirun()) world = parallel::init_process_group();
+    const bool main_rank = !world || world->rank() == 0;
+    std::shared_ptr<const data::Sampler> sampler;
+    if (world)
+      sampler = std::make_shared<data::DistributedSampler>(train_set->size(), world->size(), world->rank(), true, f.seed);
+    data::DataLoader<> train_loader(train_set, {.batch_size = f.batch_size, .shuffle = !sampler,
+                                                .num_workers = f.workers, .seed = f.seed, .sampler = sampler});
     data::DataLoader<> test_loader(test_set, {.batch_size = 1000, .num_workers = f.workers, .seed = f.seed});
 
     nn::Sequential model = mnist::make_model(f.model);
+    std::optional<parallel::DistributedDataParallel> ddp;  // rank 0's weights, averaged gradients
+    if (world) ddp.emplace(model.ptr(), world);
     auto optimizer = make_optimizer(f, model->parameters());
     std::unique_ptr<optim::LRScheduler> scheduler;
     if (f.lr_schedule == "cosine")
       scheduler = std::make_unique<optim::CosineAnnealingLR>(*optimizer, f.epochs * train_loader.size());
     std::ofstream metrics;
-    if (!f.metrics_out.empty()) {
+    if (main_rank && !f.metrics_out.empty()) {
       metrics.open(f.metrics_out);
       if (!metrics) throw IOError("mnist", "cannot open " + f.metrics_out);
     }
-    std::printf("%s on Fashion-MNIST: %zu train / %zu test images, %zu parameters, %d threads\n", f.model.c_str(),
+    if (main_rank)
+      std::printf("%s on Fashion-MNIST: %zu train / %zu test images, %zu parameters, %d ranks of %d threads\n", f.model.c_str(),
                 static_cast<std::size_t>(train_set->size()), static_cast<std::size_t>(test_set->size()),
                 static_cast<std::size_t>([&] { std::int64_t n = 0; for (const Tensor& p : model->parameters()) n += p.numel(); return n; }()),
-                omp_get_max_threads());
+                world ? world->size() : 1, omp_get_max_threads());
     for (std::int64_t epoch = 1; epoch <= f.epochs; ++epoch) {
       const auto start = std::chrono::steady_clock::now();
       model->train();
-      const EpochStats train = run_epoch(model, train_loader, optimizer.get(), scheduler.get());
+      const EpochStats train = run_epoch(model, train_loader, optimizer.get(), scheduler.get(), world.get());
+      if (!main_rank) continue;  // rank 0 evaluates and reports
       model->eval();
       EpochStats test;
       {
@@ -156,6 +179,7 @@ int main(int argc, char** argv) {
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "mnist: %s\n", e.what());
+    if (parallel::is_initialized()) parallel::abort_job(1);  // other ranks may wait in a collective
     return 1;
   }
   return 0;

@@ -199,6 +199,38 @@ TEST(Engine, PostAccumulateGradHooksSeeTheFinalGrad) {
   EXPECT_EQ(seen, (std::vector<double>{5, 5}));
 }
 
+// Callbacks queued during a pass run after every node of that pass, in order, before
+// backward() returns; a callback may queue another; a pass that throws runs none.
+TEST(Engine, QueuedCallbacksRunAfterThePass) {
+  Tensor x = leaf({1, 2}), y = leaf({3});
+  std::vector<std::string> events;
+  x.register_post_accumulate_grad_hook([&](const Tensor&) {
+    events.push_back("x");
+    autograd::queue_callback([&] {
+      events.push_back(concat("first, y.grad = ", vals(y.grad())[0]));
+      autograd::queue_callback([&] { events.push_back("queued by a callback"); });
+    });
+    autograd::queue_callback([&] { events.push_back("second"); });
+  });
+  y.register_post_accumulate_grad_hook([&](const Tensor&) { events.push_back("y"); });
+  sum(mul(x, y)).backward();
+  ASSERT_EQ(events.size(), 5u);
+  EXPECT_EQ(std::vector<std::string>(events.begin() + 2, events.end()),
+            (std::vector<std::string>{"first, y.grad = 3", "second", "queued by a callback"}));
+
+  EXPECT_THROW(autograd::queue_callback([] {}), Error);  // outside a pass
+  events.clear();
+  Tensor z = leaf({1});
+  z.register_post_accumulate_grad_hook([&](const Tensor&) {
+    autograd::queue_callback([&] { events.push_back("never"); });
+    throw Error("test", "a hook failing after queueing a callback");
+  });
+  EXPECT_THROW(sum(mul(z, 2.0)).backward(), Error);
+  EXPECT_TRUE(events.empty());
+  sum(mul(x, y)).backward();  // the engine is usable afterwards
+  EXPECT_EQ(vals(y.grad()), (std::vector<double>{6}));
+}
+
 TEST(Engine, NodeHooks) {
   Tensor x = leaf({1, 2});
   Tensor y = mul(x, 2.0);

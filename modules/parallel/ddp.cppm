@@ -1,0 +1,68 @@
+// DistributedDataParallel: a model replicated on every rank of a group, trained on
+// different data, with gradients averaged over the ranks while backward runs (see
+// :reducer). Construction broadcasts rank 0's parameters and buffers, so every replica
+// starts equal; after each synchronised `loss.backward()` every rank holds the same averaged
+// gradients, and the optimizer steps identically everywhere.
+//
+//   parallel::DistributedDataParallel ddp(model.ptr(), world);
+//   for (micro-step k of A) {
+//     auto no_sync = k + 1 < A ? ddp.no_sync() : parallel::DistributedDataParallel::NoSync();
+//     (loss(model(x_k), y_k) / A).backward();   // the last one averages over the ranks
+//   }
+//   optimizer.step();
+module;
+#include <memory>
+#include <optional>
+export module infini.parallel:ddp;
+import infini.nn;
+import :buckets;
+import :process_group;
+import :reducer;
+import :runtime;
+
+export namespace infini::parallel {
+
+struct DDPOptions {
+  BucketOptions buckets = {};
+  bool gradient_as_bucket_view = false;  // see ReducerOptions
+  bool find_unused_parameters = false;   // see ReducerOptions
+  bool rebuild_buckets = true;
+  std::optional<Clock::duration> timeout = std::nullopt;
+};
+
+class DistributedDataParallel {
+ public:
+  // Collective over `group`: every rank must construct it with the same model structure.
+  DistributedDataParallel(std::shared_ptr<nn::Module> module, std::shared_ptr<ProcessGroup> group,
+                          DDPOptions options = {});
+
+  nn::Module& module() const { return *module_; }
+  const std::shared_ptr<ProcessGroup>& group() const { return group_; }
+  Reducer& reducer() { return reducer_; }
+
+  // While alive, backward passes accumulate gradients locally without averaging them; the
+  // first synchronised backward after it averages all that was accumulated. A
+  // default-constructed NoSync does nothing.
+  class NoSync {
+   public:
+    NoSync() = default;
+    explicit NoSync(Reducer& reducer) : reducer_(&reducer), previous_(reducer.sync()) { reducer.set_sync(false); }
+    ~NoSync() {
+      if (reducer_) reducer_->set_sync(previous_);
+    }
+    NoSync(NoSync&& other) noexcept : reducer_(other.reducer_), previous_(other.previous_) { other.reducer_ = nullptr; }
+    NoSync& operator=(NoSync&&) = delete;
+
+   private:
+    Reducer* reducer_ = nullptr;
+    bool previous_ = true;
+  };
+  [[nodiscard]] NoSync no_sync() { return NoSync(reducer_); }
+
+ private:
+  std::shared_ptr<nn::Module> module_;
+  std::shared_ptr<ProcessGroup> group_;
+  Reducer reducer_;
+};
+
+}  // namespace infini::parallel

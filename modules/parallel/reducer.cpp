@@ -1,0 +1,244 @@
+module;
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+module infini.parallel;
+
+namespace infini::parallel {
+
+struct Reducer::State : std::enable_shared_from_this<State> {
+  struct Bucket {
+    std::vector<std::size_t> params;
+    std::vector<std::int64_t> offsets;  // of each parameter in `buffer`, in elements
+    Tensor buffer;                      // 1-d: the parameters' gradients back to back
+    std::size_t pending = 0;            // parameters not ready in this backward
+    Work work;
+  };
+
+  std::vector<Tensor> params;
+  std::vector<std::string> names;
+  std::shared_ptr<ProcessGroup> group;
+  ReducerOptions options;
+  bool sync = true;
+
+  std::vector<Bucket> buckets;
+  std::vector<std::size_t> bucket_of, slot_of;  // parameter -> its bucket and place in it
+  // The synchronised backward in progress (its finalize() is queued).
+  bool in_backward = false;
+  std::vector<bool> ready;
+  std::size_t next_launch = 0;
+  std::vector<std::size_t> pass_order, first_order, launches;
+  std::size_t launched_in_backward = 0;
+  std::int64_t backwards = 0;
+
+  std::string param_name(std::size_t i) const {
+    return names.size() > i && !names[i].empty() ? concat("parameter '", names[i], "'") : concat("parameter ", i);
+  }
+
+  // params[i]'s slice of its bucket, in the parameter's shape.
+  Tensor bucket_view(std::size_t i) const {
+    const Bucket& b = buckets[bucket_of[i]];
+    const std::size_t slot = slot_of[i];
+    return b.buffer.narrow(0, b.offsets[slot], params[i].numel()).view(params[i].shape());
+  }
+
+  bool grad_is_view(std::size_t i, const Tensor& view) const {
+    const Tensor& g = params[i].grad();
+    return g.defined() && g.numel() > 0 && g.data_ptr() == view.data_ptr() && g.strides() == view.strides();
+  }
+
+  void make_buckets(const std::vector<std::size_t>& order) {
+    std::vector<Bucket> made;
+    for (auto& members : assign_buckets(params, order, options.buckets)) {
+      Bucket b;
+      std::int64_t total = 0;
+      for (std::size_t i : members) {
+        b.offsets.push_back(total);
+        total += params[i].numel();
+      }
+      const Tensor& first = params[members.front()];
+      b.buffer = zeros({total}, TensorOptions{.dtype = first.dtype(), .device = first.device()});
+      b.params = std::move(members);
+      made.push_back(std::move(b));
+    }
+    buckets = std::move(made);
+    for (std::size_t k = 0; k < buckets.size(); ++k)
+      for (std::size_t s = 0; s < buckets[k].params.size(); ++s) {
+        bucket_of[buckets[k].params[s]] = k;
+        slot_of[buckets[k].params[s]] = s;
+      }
+    // Gradients already held as views of the old buckets move into the new ones.
+    if (options.gradient_as_bucket_view)
+      for (std::size_t i = 0; i < params.size(); ++i)
+        if (params[i].grad().defined()) {
+          Tensor view = bucket_view(i);
+          view.copy_(params[i].grad());
+          params[i].set_grad(view);
+        }
+    reset_pass();
+  }
+
+  void reset_pass() {
+    in_backward = false;
+    std::fill(ready.begin(), ready.end(), false);
+    for (Bucket& b : buckets) {
+      b.pending = b.params.size();
+      b.work = Work();
+    }
+    next_launch = 0;
+    pass_order.clear();
+  }
+
+  // Copies params[i]'s grad into its bucket (zeros without one) and launches what is ready.
+  void mark_ready(std::size_t i) {
+    Tensor view = bucket_view(i);
+    const Tensor& g = params[i].grad();
+    if (!g.defined()) view.zero_();
+    else if (!(options.gradient_as_bucket_view && grad_is_view(i, view))) view.copy_(g);
+    ready[i] = true;
+    pass_order.push_back(i);
+    --buckets[bucket_of[i]].pending;
+    while (next_launch < buckets.size() && buckets[next_launch].pending == 0) launch(next_launch++);
+  }
+
+  void launch(std::size_t k) {
+    Bucket& b = buckets[k];
+    const DataType t = b.buffer.dtype();
+    b.work = group->all_reduce(b.buffer, {.op = ReduceOp::Avg,
+                                          .accumulate_in_float32 = t == kBFloat16 || t == kFloat16,
+                                          .timeout = options.timeout});
+    launches.push_back(k);
+  }
+
+  // The hook: params[i]'s gradient was accumulated by a backward pass.
+  void on_grad(std::size_t i) {
+    if (!sync) return;
+    if (!in_backward) {
+      in_backward = true;
+      launches.clear();
+      // A pass that throws drops its callbacks: the token's destructor then forgets the pass
+      // (its launched all-reduces finish on their own), so the next backward starts afresh.
+      auto token = std::shared_ptr<void>(nullptr, [weak = weak_from_this()](void*) {
+        if (auto self = weak.lock(); self && self->in_backward) self->reset_pass();
+      });
+      autograd::queue_callback([weak = weak_from_this(), token] {
+        if (auto self = weak.lock()) self->finalize();
+      });
+    }
+    mark_ready(i);
+  }
+
+  // The end of a synchronised backward.
+  void finalize() {
+    NoGradGuard no_grad;
+    launched_in_backward = launches.size();
+    std::vector<std::size_t> missing;  // parameters without a gradient on this rank
+    for (std::size_t i = params.size(); i-- > 0;)
+      if (!ready[i]) {
+        if (!params[i].grad().defined()) missing.push_back(i);
+        mark_ready(i);
+      }
+    // Which parameters some rank has a gradient for (one small all-reduce per step).
+    Tensor used;
+    if (options.find_unused_parameters) {
+      used = ones({static_cast<std::int64_t>(params.size())}, TensorOptions{.dtype = kUInt8});
+      for (std::size_t i : missing) used.data_ptr<std::uint8_t>()[i] = 0;
+      group->all_reduce(used, {.op = ReduceOp::Max, .timeout = options.timeout}).wait();
+    }
+    std::vector<Work> works;
+    for (const Bucket& b : buckets) works.push_back(b.work);
+    const std::vector<std::size_t> order = pass_order;
+    try {
+      when_all(works).wait();
+    } catch (...) {
+      reset_pass();
+      throw;
+    }
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      if (used.defined() && used.data_ptr<std::uint8_t>()[i] == 0) continue;  // no rank has a gradient
+      Tensor view = bucket_view(i);
+      const Tensor& g = params[i].grad();
+      if (options.gradient_as_bucket_view) {
+        if (!grad_is_view(i, view)) params[i].set_grad(view);
+      } else if (g.defined()) {
+        Tensor(g).copy_(view);
+      } else {
+        params[i].set_grad(view.clone());
+      }
+    }
+    ++backwards;
+    reset_pass();
+    if (first_order.empty()) {
+      first_order = order;
+      if (options.rebuild_buckets) rebuild(order);
+    }
+    if (!missing.empty() && !options.find_unused_parameters) {
+      std::string list;
+      for (std::size_t i : missing) list += (list.empty() ? "" : ", ") + param_name(i);
+      throw Error("DistributedDataParallel",
+                  concat("rank ", group->rank(), ": ", list, " received no gradient in this backward pass; its average "
+                         "used zeros from this rank. If the forward pass does not use every parameter, construct "
+                         "DistributedDataParallel with find_unused_parameters = true"));
+    }
+  }
+
+  // New buckets from rank 0's ready order.
+  void rebuild(const std::vector<std::size_t>& order) {
+    Tensor shared = empty({static_cast<std::int64_t>(order.size())}, TensorOptions{.dtype = kInt64});
+    for (std::size_t k = 0; k < order.size(); ++k) shared.data_ptr<std::int64_t>()[k] = static_cast<std::int64_t>(order[k]);
+    group->broadcast(shared, 0, {.timeout = options.timeout}).wait();
+    std::vector<std::size_t> root_order(order.size());
+    for (std::size_t k = 0; k < order.size(); ++k) root_order[k] = static_cast<std::size_t>(shared.data_ptr<std::int64_t>()[k]);
+    make_buckets(root_order);
+  }
+};
+
+Reducer::Reducer(std::vector<Tensor> params, std::vector<std::string> names, std::shared_ptr<ProcessGroup> group,
+                 ReducerOptions options)
+    : state_(std::make_shared<State>()) {
+  if (!group) throw Error("Reducer", "expected a process group, got nullptr");
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const Tensor& p = params[i];
+    if (!p.defined() || !p.requires_grad() || !p.is_leaf())
+      throw Error("Reducer", concat("parameter ", i, " must be a defined leaf tensor that requires grad"));
+    if (!p.is_contiguous())
+      throw Error("Reducer", concat("parameter ", i, " must be contiguous, got shape ", p.shape(), " strides ", p.strides()));
+  }
+  State& s = *state_;
+  s.params = std::move(params);
+  s.names = std::move(names);
+  s.group = std::move(group);
+  s.options = options;
+  s.bucket_of.resize(s.params.size());
+  s.slot_of.resize(s.params.size());
+  s.ready.resize(s.params.size());
+  if (!s.params.empty()) s.make_buckets(reverse_order(s.params.size()));
+  for (std::size_t i = 0; i < s.params.size(); ++i)
+    s.params[i].register_post_accumulate_grad_hook([weak = std::weak_ptr<State>(state_), i](const Tensor&) {
+      if (auto self = weak.lock()) self->on_grad(i);
+    });
+}
+
+Reducer::~Reducer() = default;
+
+void Reducer::set_sync(bool sync) { state_->sync = sync; }
+bool Reducer::sync() const { return state_->sync; }
+
+std::vector<std::vector<std::size_t>> Reducer::buckets() const {
+  std::vector<std::vector<std::size_t>> out;
+  for (const auto& b : state_->buckets) out.push_back(b.params);
+  return out;
+}
+
+const std::vector<std::size_t>& Reducer::ready_order() const { return state_->first_order; }
+const std::vector<std::size_t>& Reducer::launch_order() const { return state_->launches; }
+std::size_t Reducer::buckets_launched_during_backward() const { return state_->launched_in_backward; }
+std::int64_t Reducer::synchronized_backwards() const { return state_->backwards; }
+
+}  // namespace infini::parallel

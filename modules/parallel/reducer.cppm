@@ -1,0 +1,78 @@
+// Reducer: data parallelism's gradient averaging, overlapped with backward (PyTorch DDP's
+// reducer). Parameters share flat buckets (see :buckets). A post-accumulate-grad hook marks
+// a parameter ready during a synchronised backward and copies its grad into its bucket;
+// once every parameter of a bucket is ready and all buckets before it were launched, the
+// bucket's all-reduce (average; float16/bfloat16 accumulated in float32) is launched at once,
+// so communication runs while backward goes on. Buckets are launched in index order on every
+// rank, so the collectives match. When the backward pass ends (an autograd callback) the rest
+// is launched, awaited, and the averaged gradients are written back into grad(): a caller sees
+// `loss.backward()` return with every rank holding the same averaged gradients.
+//
+// After the first synchronised backward the buckets are rebuilt once from the order in which
+// gradients became ready (rank 0's order, broadcast), so that early buckets fill early. The
+// rebuild happens after the gradients were written back, never inside an accumulation.
+//
+// With set_sync(false) (DistributedDataParallel::no_sync) backward passes only accumulate
+// locally; the next synchronised backward averages everything accumulated.
+module;
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+export module infini.parallel:reducer;
+import infini.tensor;
+import :buckets;
+import :process_group;
+import :runtime;
+
+export namespace infini::parallel {
+
+struct ReducerOptions {
+  BucketOptions buckets = {};
+  // Each grad() becomes a view into its bucket, so gradients are neither copied in before
+  // nor out after the all-reduce (zero_grad(set_to_none = false) keeps the views).
+  bool gradient_as_bucket_view = false;
+  // A parameter without a gradient in a synchronised backward (unused by this rank's forward)
+  // contributes zeros. With find_unused_parameters the ranks also agree on which parameters
+  // no rank used, and those keep no grad; without it the step still completes on every rank
+  // (nothing hangs, the others' gradients are right), then backward raises an Error naming
+  // the parameters.
+  bool find_unused_parameters = false;
+  // Rebuild the buckets once, after the first synchronised backward, in gradient-ready order.
+  bool rebuild_buckets = true;
+  std::optional<Clock::duration> timeout = std::nullopt;  // of each all-reduce
+};
+
+class Reducer {
+ public:
+  // `names[i]` names params[i] in errors (may be empty). Hooks are registered on the
+  // parameters; they do nothing once the Reducer is gone.
+  Reducer(std::vector<Tensor> params, std::vector<std::string> names, std::shared_ptr<ProcessGroup> group,
+          ReducerOptions options = {});
+  ~Reducer();
+  Reducer(const Reducer&) = delete;
+  Reducer& operator=(const Reducer&) = delete;
+
+  // Whether backward passes average gradients (false: accumulate locally only).
+  void set_sync(bool sync);
+  bool sync() const;
+
+  // The buckets as parameter indices, in launch order.
+  std::vector<std::vector<std::size_t>> buckets() const;
+  // Parameter indices in the order their gradients became ready in the first synchronised
+  // backward (unused ones last, in reverse order).
+  const std::vector<std::size_t>& ready_order() const;
+  // Bucket indices in the order the last synchronised backward launched them.
+  const std::vector<std::size_t>& launch_order() const;
+  // How many buckets the last synchronised backward launched while it was still running.
+  std::size_t buckets_launched_during_backward() const;
+  std::int64_t synchronized_backwards() const;
+
+ private:
+  struct State;
+  std::shared_ptr<State> state_;
+};
+
+}  // namespace infini::parallel

@@ -1,0 +1,235 @@
+// DistributedDataParallel and its Reducer against one process that sees every rank's data:
+// averaged gradients, bucket assignment and rebuild, launch order, no_sync accumulation,
+// unused and shared parameters, gradient_as_bucket_view, and the broadcast at construction.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "comm_test_util.h"
+
+import infini.parallel;
+
+namespace infini::parallel::test {
+namespace {
+
+// Deterministic float64 values that differ per (seed, element).
+Tensor pattern(const Shape& shape, double seed) {
+  std::int64_t n = 1;
+  for (std::int64_t d : shape) n *= d;
+  std::vector<double> v(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = std::sin(seed * 1.7 + static_cast<double>(i) * 0.37);
+  return from_vector(v, shape);
+}
+
+// A toy model whose registration order differs from the order backward reaches it:
+// `late` is registered first but used last, `shared` is used twice, `spare` only on request.
+//   x (N, 5) -> h = tanh(x early^T + shared) (N, 4) -> y = (h * shared) late^T (N, 3) [+ spare]
+//   loss = mean over rows of sum_j y_ij^2
+class ToyImpl : public nn::Module {
+ public:
+  explicit ToyImpl(double seed) : Module("Toy") {
+    late = register_parameter("late", pattern({3, 4}, seed + 1));
+    early = register_parameter("early", pattern({4, 5}, seed + 2));
+    shared = register_parameter("shared", pattern({4}, seed + 3));
+    spare = register_parameter("spare", pattern({3}, seed + 4));
+  }
+  Tensor loss(const Tensor& x, bool use_spare) const {
+    Tensor h = tanh(add(matmul(x, early.t()), shared));
+    Tensor y = matmul(mul(h, shared), late.t());
+    if (use_spare) y = add(y, spare);
+    return div(sum(mul(y, y)), static_cast<double>(x.size(0)));
+  }
+  Tensor late, early, shared, spare;
+};
+
+constexpr std::int64_t kRows = 3;  // rows per rank and micro-batch
+
+// Rank r's rows of micro-batch k.
+Tensor rows(int r, int k) { return pattern({kRows, 5}, 10.0 * r + 100.0 * k + 0.5); }
+
+// The gradients one process gets from all `n` ranks' rows of micro-batches 0..steps-1 (the
+// mean over every row: each batch's mean loss divided by the batch count), starting from
+// rank 0's parameters; rank q's batches use spare when uses_spare(q).
+std::vector<Tensor> reference_grads_by_rank(int n, int steps, const std::function<bool(int)>& uses_spare) {
+  auto model = std::make_shared<ToyImpl>(0.0);
+  for (int k = 0; k < steps; ++k)
+    for (int q = 0; q < n; ++q) div(model->loss(rows(q, k), uses_spare(q)), static_cast<double>(n * steps)).backward();
+  std::vector<Tensor> grads;
+  for (const Tensor& p : model->parameters()) grads.push_back(p.grad());
+  return grads;
+}
+std::vector<Tensor> reference_grads(int n, int steps, bool use_spare) {
+  return reference_grads_by_rank(n, steps, [use_spare](int) { return use_spare; });
+}
+
+void expect_close(const Tensor& actual, const Tensor& expected, const std::string& what) {
+  ASSERT_TRUE(actual.defined()) << what << ": no gradient";
+  ASSERT_EQ(actual.shape(), expected.shape()) << what;
+  const Tensor a = actual.contiguous(), e = expected.contiguous();
+  for (std::int64_t i = 0; i < a.numel(); ++i)
+    ASSERT_NEAR(a.data_ptr<double>()[i], e.data_ptr<double>()[i], 1e-12) << what << ", element " << i;
+}
+
+TEST(Buckets, ReverseOrderCapsAndDtypes) {
+  // Bytes: 400, 40, 400, 400, 20 (float32) and 16 (float64).
+  const std::vector<Tensor> params = {zeros({100}), zeros({10}), zeros({100}), zeros({100}), zeros({5}),
+                                      zeros({2}, TensorOptions{.dtype = kFloat64})};
+  // Caps 48 B first, then 500 B. Reverse order 5, 4, 3, 2, 1, 0: float64 holds {5} (open
+  // to the end); float32 closes {4, 3} at 420 B >= 48, then {2, 1, 0} at 840 B >= 500.
+  const auto buckets = assign_buckets(params, reverse_order(6), {.first_bucket_bytes = 48, .bucket_bytes = 500});
+  EXPECT_EQ(buckets, (std::vector<std::vector<std::size_t>>{{5}, {4, 3}, {2, 1, 0}}));
+  // One big cap: one bucket per dtype, in the order of their first parameters.
+  const auto two = assign_buckets(params, {0, 1, 2, 3, 4, 5}, {.first_bucket_bytes = 1 << 20, .bucket_bytes = 1 << 20});
+  EXPECT_EQ(two, (std::vector<std::vector<std::size_t>>{{0, 1, 2, 3, 4}, {5}}));
+  // A cap below every parameter: one bucket each.
+  EXPECT_EQ(assign_buckets(params, reverse_order(6), {.first_bucket_bytes = 1, .bucket_bytes = 1}).size(), 6u);
+  EXPECT_THROW(assign_buckets(params, {0, 1, 2, 3, 4}), Error);
+  EXPECT_THROW(assign_buckets(params, {0, 1, 2, 3, 4, 4}), Error);
+  EXPECT_THROW(assign_buckets(params, reverse_order(6), {.first_bucket_bytes = 0}), Error);
+}
+
+TEST(DistributedDataParallel, BroadcastsRankZerosParameters) {
+  auto pg = world();
+  auto model = std::make_shared<ToyImpl>(static_cast<double>(pg->rank()));
+  DistributedDataParallel ddp(model, pg);
+  const auto expected = std::make_shared<ToyImpl>(0.0)->parameters();
+  const auto actual = model->parameters();
+  for (std::size_t i = 0; i < actual.size(); ++i) expect_close(actual[i], expected[i], "parameter after broadcast");
+}
+
+TEST(DistributedDataParallel, AveragesLikeOneProcessAndRebuildsBucketsInReadyOrder) {
+  auto pg = world();
+  const int r = pg->rank(), n = pg->size();
+  auto model = std::make_shared<ToyImpl>(static_cast<double>(r));
+  // Caps small enough that every parameter gets a bucket of its own.
+  DistributedDataParallel ddp(model, pg, {.buckets = {.first_bucket_bytes = 8, .bucket_bytes = 8}});
+  Reducer& reducer = ddp.reducer();
+  // Registration order late(0), early(1), shared(2), spare(3): buckets in reverse.
+  EXPECT_EQ(reducer.buckets(), (std::vector<std::vector<std::size_t>>{{3}, {2}, {1}, {0}}));
+  const auto expected = reference_grads(n, 1, true);
+  for (int step = 0; step < 2; ++step) {
+    for (const Tensor& p : model->parameters()) p.set_grad(Tensor());
+    model->loss(rows(r, 0), true).backward();
+    const auto params = model->parameters();
+    for (std::size_t i = 0; i < params.size(); ++i)
+      expect_close(params[i].grad(), expected[i], concat("step ", step, " gradient of parameter ", i));
+    EXPECT_EQ(reducer.synchronized_backwards(), step + 1);
+    // Buckets launch in index order, and the ones before the last launched during backward.
+    EXPECT_EQ(reducer.launch_order(), (std::vector<std::size_t>{0, 1, 2, 3}));
+    EXPECT_EQ(reducer.buckets_launched_during_backward(), 4u);
+  }
+  // Backward reaches late (next to the output) before shared (behind tanh), unlike the
+  // reverse registration order; the rebuilt buckets follow the observed order.
+  const auto order = reducer.ready_order();
+  ASSERT_EQ(order.size(), 4u);
+  EXPECT_LT(std::find(order.begin(), order.end(), 0u), std::find(order.begin(), order.end(), 2u));
+  std::vector<std::vector<std::size_t>> rebuilt;
+  for (std::size_t i : order) rebuilt.push_back({i});
+  EXPECT_EQ(reducer.buckets(), rebuilt);
+}
+
+TEST(DistributedDataParallel, NoSyncAccumulatesLocallyThenAveragesEverything) {
+  auto pg = world();
+  const int r = pg->rank(), n = pg->size();
+  auto model = std::make_shared<ToyImpl>(static_cast<double>(r));
+  DistributedDataParallel ddp(model, pg);
+  constexpr int kMicro = 3;
+  {
+    auto no_sync = ddp.no_sync();
+    for (int k = 0; k + 1 < kMicro; ++k) div(model->loss(rows(r, k), true), static_cast<double>(kMicro)).backward();
+  }
+  EXPECT_EQ(ddp.reducer().synchronized_backwards(), 0);
+  // Inside no_sync the gradients are this rank's own: its rows only.
+  if (n > 1) {
+    auto local = std::make_shared<ToyImpl>(0.0);
+    for (int k = 0; k + 1 < kMicro; ++k) div(local->loss(rows(r, k), true), static_cast<double>(kMicro)).backward();
+    expect_close(model->late.grad(), local->late.grad(), "local gradient inside no_sync");
+  }
+  div(model->loss(rows(r, kMicro - 1), true), static_cast<double>(kMicro)).backward();
+  // kMicro micro-batches of n ranks each: the reference is the mean over all those rows.
+  const auto expected = reference_grads(n, kMicro, true);
+  const auto params = model->parameters();
+  for (std::size_t i = 0; i < params.size(); ++i)
+    expect_close(params[i].grad(), expected[i], concat("accumulated gradient of parameter ", i));
+}
+
+TEST(DistributedDataParallel, UnusedParametersNeitherHangNorCorrupt) {
+  auto pg = world();
+  const int r = pg->rank(), n = pg->size();
+  {  // spare is used by rank 0 only: its gradient is rank 0's divided by n; the rest as usual.
+    auto model = std::make_shared<ToyImpl>(static_cast<double>(r));
+    DistributedDataParallel ddp(model, pg, {.find_unused_parameters = true});
+    model->loss(rows(r, 0), r == 0).backward();
+    const auto expected = reference_grads_by_rank(n, 1, [](int q) { return q == 0; });
+    const auto params = model->parameters();
+    for (std::size_t i = 0; i < params.size(); ++i)
+      expect_close(params[i].grad(), expected[i], concat("spare used on rank 0 only: gradient ", i));
+  }
+  {  // spare is used by no rank: it keeps no gradient.
+    auto model = std::make_shared<ToyImpl>(static_cast<double>(r));
+    DistributedDataParallel ddp(model, pg, {.find_unused_parameters = true});
+    model->loss(rows(r, 0), false).backward();
+    EXPECT_FALSE(model->spare.grad().defined());
+    expect_close(model->late.grad(), reference_grads(n, 1, false)[0], "late with spare unused everywhere");
+  }
+  {  // Without find_unused_parameters: the step completes everywhere, then an Error names spare.
+    auto model = std::make_shared<ToyImpl>(static_cast<double>(r));
+    DistributedDataParallel ddp(model, pg);
+    try {
+      model->loss(rows(r, 0), false).backward();
+      ADD_FAILURE() << "no error for a parameter without a gradient";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("parameter 'spare' received no gradient"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("find_unused_parameters"), std::string::npos) << e.what();
+    }
+    expect_close(model->late.grad(), reference_grads(n, 1, false)[0], "late next to an unused parameter");
+    // The next step works (no collective is left half done).
+    for (const Tensor& p : model->parameters()) p.set_grad(Tensor());
+    model->loss(rows(r, 0), true).backward();
+    expect_close(model->late.grad(), reference_grads(n, 1, true)[0], "late in the next step");
+  }
+}
+
+TEST(DistributedDataParallel, GradientsAsBucketViews) {
+  auto pg = world();
+  const int r = pg->rank(), n = pg->size();
+  auto model = std::make_shared<ToyImpl>(static_cast<double>(r));
+  DistributedDataParallel ddp(model, pg, {.gradient_as_bucket_view = true, .rebuild_buckets = false});
+  const auto expected = reference_grads(n, 1, true);
+  for (int step = 0; step < 2; ++step) {
+    for (const Tensor& p : model->parameters())
+      if (p.grad().defined()) Tensor(p.grad()).zero_();  // zero_grad(set_to_none = false)
+    model->loss(rows(r, 0), true).backward();
+    const auto params = model->parameters();
+    // One bucket of 39 float64 (every parameter fits in 1 MiB), spare first: the grads are
+    // slices of one buffer.
+    const auto* base = static_cast<const char*>(params[3].grad().data_ptr());
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      expect_close(params[i].grad(), expected[i], concat("step ", step, " bucket-view gradient ", i));
+      const auto* at = static_cast<const char*>(params[i].grad().data_ptr());
+      EXPECT_TRUE(at >= base && at < base + 39 * 8) << "grad " << i << " is not a view of the bucket";
+    }
+  }
+}
+
+TEST(DistributedDataParallel, BFloat16GradientsAccumulateInFloat32) {
+  auto pg = world();
+  const int n = pg->size();
+  auto model = std::make_shared<nn::Module>("Scale");
+  Tensor w = model->register_parameter("w", ones({4}, TensorOptions{.dtype = kBFloat16}));
+  DistributedDataParallel ddp(model, pg);
+  // Rank 0's gradient is 256, the others' 1: the float32 sum 256 + n - 1 divided by n, rounded once.
+  const double g = pg->rank() == 0 ? 256.0 : 1.0;
+  sum(mul(w, full({4}, g, TensorOptions{.dtype = kBFloat16}))).backward();
+  const double once = static_cast<float>(BFloat16(static_cast<float>(256 + n - 1) / static_cast<float>(n)));
+  expect_values(w.grad(), [&](std::int64_t) { return once; }, "bfloat16 gradient average");
+}
+
+}  // namespace
+}  // namespace infini::parallel::test
