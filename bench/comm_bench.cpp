@@ -2,7 +2,7 @@
 // the raw MPI calls on the same buffers in the same run. Run under mpirun (>= 2 ranks);
 // rank 0 prints one JSON line per size, 4 B to 64 MiB, with the median microseconds per
 // operation of each method (send/recv: half a ping-pong round trip between ranks 0 and 1).
-//   mpirun -np 2 build/release/bin/comm_bench [--max_bytes N] [--rounds R]
+//   mpirun -np 2 build/release/bin/comm_bench [--min_bytes N] [--max_bytes N] [--rounds R]
 #include <mpi.h>
 
 #include <boost/asio/awaitable.hpp>
@@ -61,9 +61,10 @@ std::string json_times(const std::vector<Method>& methods) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::int64_t max_bytes = 64 << 20;
+  std::int64_t min_bytes = 4, max_bytes = 64 << 20;
   int rounds = 7;
   for (int i = 1; i + 1 < argc; i += 2) {
+    if (std::strcmp(argv[i], "--min_bytes") == 0) min_bytes = std::max(4LL, std::atoll(argv[i + 1]));
     if (std::strcmp(argv[i], "--max_bytes") == 0) max_bytes = std::atoll(argv[i + 1]);
     if (std::strcmp(argv[i], "--rounds") == 0) rounds = std::atoi(argv[i + 1]);
   }
@@ -76,7 +77,7 @@ int main(int argc, char** argv) {
   const bool in_pair = rank < 2;
   const int peer = 1 - rank;
 
-  for (std::int64_t bytes = 4; bytes <= max_bytes; bytes *= 4) {
+  for (std::int64_t bytes = min_bytes; bytes <= max_bytes; bytes *= 4) {
     Tensor t = zeros({bytes / 4}, TensorOptions{.dtype = kFloat32});  // zeros: sums stay finite
     float* data = t.data_ptr<float>();
     const int count = static_cast<int>(t.numel());

@@ -34,6 +34,7 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> mod
                 .gradient_as_bucket_view = options.gradient_as_bucket_view,
                 .find_unused_parameters = options.find_unused_parameters,
                 .rebuild_buckets = options.rebuild_buckets,
+                .shard_gradients = options.shard_gradients,
                 .timeout = options.timeout}) {
   broadcast_state(*module_, *group_, options);
 }

@@ -27,6 +27,7 @@ struct DDPOptions {
   bool gradient_as_bucket_view = false;  // see ReducerOptions
   bool find_unused_parameters = false;   // see ReducerOptions
   bool rebuild_buckets = true;
+  bool shard_gradients = false;          // ZeRO-1; see ReducerOptions
   std::optional<Clock::duration> timeout = std::nullopt;
 };
 

@@ -22,7 +22,6 @@ module;
 #include <memory>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 module infini.parallel;
 
@@ -167,10 +166,13 @@ class MpiProgress final : public Progress {
       for (auto& p : finished) advance(p);
       progressed = count > 0;
     }
-    const auto now = Clock::now();
-    bool expired = false;
-    for (auto& p : owners_) expired |= p->work->expire_if_late(now);
-    if (expired) abandon_failed();
+    // Deadlines every kPollsPerDeadlineCheck polls: reading the clock costs as much as a poll.
+    if (++polls_ % kPollsPerDeadlineCheck == 0) {
+      const auto now = Clock::now();
+      bool expired = false;
+      for (auto& p : owners_) expired |= p->work->expire_if_late(now);
+      if (expired) abandon_failed();
+    }
     return progressed;
   }
 
@@ -215,20 +217,14 @@ class MpiProgress final : public Progress {
   // One round of the poller on the io_context: re-posted while completions arrive, then
   // backing off through a timer.
   void step() {
-    const bool progressed = poll();
+    // A few polls per round: each round of the io_context also checks its reactor (a system call).
+    bool progressed = false;
+    for (int k = 0; k < kPollsPerRound && !progressed && !requests_.empty(); ++k) progressed = poll();
     if (requests_.empty()) {
       polling_ = false;
       return;
     }
-    if (progressed) backoff_.reset(outstanding_bytes());
-    const Clock::duration delay = progressed ? Clock::duration::zero() : backoff_.next();
-    if (delay == Clock::duration::zero()) {
-      std::this_thread::yield();  // other ranks on this core first
-      asio::post(executor_, [this] { step(); });
-    } else {
-      timer_->expires_after(delay);
-      timer_->async_wait([this](const auto&) { step(); });
-    }
+    schedule_poll(backoff_, progressed, outstanding_bytes(), *timer_, [this] { step(); });
   }
 
   std::int64_t outstanding_bytes() const {
@@ -272,6 +268,9 @@ class MpiProgress final : public Progress {
     abandon_failed();
   }
 
+  static constexpr std::uint64_t kPollsPerDeadlineCheck = 16;
+  static constexpr int kPollsPerRound = 4;
+  std::uint64_t polls_ = 0;
   std::vector<MPI_Request> requests_;
   std::vector<std::shared_ptr<Pending>> owners_;  // owners_[i] waits for requests_[i]
   std::vector<std::shared_ptr<Pending>> abandoned_;

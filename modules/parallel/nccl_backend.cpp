@@ -121,14 +121,7 @@ class NcclProgress final : public Progress {
       polling_ = false;
       return;
     }
-    if (progressed) backoff_.reset(0);
-    const Clock::duration delay = progressed ? Clock::duration::zero() : backoff_.next();
-    if (delay == Clock::duration::zero()) {
-      asio::post(executor_, [this] { step(); });
-    } else {
-      timer_->expires_after(delay);
-      timer_->async_wait([this](const auto&) { step(); });
-    }
+    schedule_poll(backoff_, progressed, 0, *timer_, [this] { step(); });  // the GPU moves the data
   }
 
   // Aborts the communicator and fails every operation pending on it.

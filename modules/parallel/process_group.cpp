@@ -16,7 +16,16 @@ module infini.parallel;
 namespace infini::parallel {
 namespace {
 
-std::string tensor_str(const Tensor& t) { return concat(t.dtype(), t.shape()); }
+// "float32[4, 3]" (without a stream: every operation describes its tensor).
+std::string tensor_str(const Tensor& t) {
+  std::string s(name(t.dtype()));
+  s += '[';
+  for (std::int64_t d = 0; d < t.dim(); ++d) {
+    if (d > 0) s += ", ";
+    s += std::to_string(t.size(d));
+  }
+  return s + ']';
+}
 
 std::string ranks_str(const std::vector<int>& ranks) {
   std::string s;
@@ -198,7 +207,7 @@ Work ProcessGroup::all_reduce(const Tensor& t, ReduceOptions o) {
   check_defined(op, t, "tensor");
   check_reduce(op, t, o);
   Backend& b = backend_for(op, {&t});
-  auto work = begin(op, concat("all, ", parallel::name(o.op)), tensor_str(t), t.nbytes(), o.timeout, true);
+  auto work = begin(op, "all, " + std::string(parallel::name(o.op)), tensor_str(t), t.nbytes(), o.timeout, true);
   const bool widen = o.accumulate_in_float32 && (t.dtype() == kBFloat16 || t.dtype() == kFloat16);
   Tensor buf = output_buffer(t, b.wire_dtype(widen ? kFloat32 : t.dtype()), true);
   work->keep_alive(t);
@@ -252,7 +261,7 @@ Work ProcessGroup::reduce_scatter(const Tensor& out, const Tensor& in, ReduceOpt
   check_reduce(op, out, o);
   check_blocks(op, in, out, size(), "an input");
   Backend& b = backend_for(op, {&out, &in});
-  auto work = begin(op, concat("all, ", parallel::name(o.op)), tensor_str(in), in.nbytes(), o.timeout, true);
+  auto work = begin(op, "all, " + std::string(parallel::name(o.op)), tensor_str(in), in.nbytes(), o.timeout, true);
   const bool widen = o.accumulate_in_float32 && (in.dtype() == kBFloat16 || in.dtype() == kFloat16);
   const DataType wire = b.wire_dtype(widen ? kFloat32 : in.dtype());
   Tensor src = staged(in, wire), dst = output_buffer(out, wire, false);

@@ -1,5 +1,6 @@
 module;
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -19,6 +20,9 @@ struct Reducer::State : std::enable_shared_from_this<State> {
     Tensor buffer;                      // 1-d: the parameters' gradients back to back
     std::size_t pending = 0;            // parameters not ready in this backward
     Work work;
+    // shard_gradients: `buffer` is padded to a multiple of the group size; the parameters
+    // live in `weights` (same layout) and this rank's block of the average lands in `block`.
+    Tensor weights, block;
   };
 
   std::vector<Tensor> params;
@@ -36,6 +40,9 @@ struct Reducer::State : std::enable_shared_from_this<State> {
   std::vector<std::size_t> pass_order, first_order, launches;
   std::size_t launched_in_backward = 0;
   std::int64_t backwards = 0;
+  // shard_gradients: this rank's blocks as leaves, their parameters, and their gradients.
+  std::vector<Tensor> pieces, piece_grads;
+  std::vector<std::size_t> piece_owners;
 
   std::string param_name(std::size_t i) const {
     return names.size() > i && !names[i].empty() ? concat("parameter '", names[i], "'") : concat("parameter ", i);
@@ -55,6 +62,7 @@ struct Reducer::State : std::enable_shared_from_this<State> {
 
   void make_buckets(const std::vector<std::size_t>& order) {
     std::vector<Bucket> made;
+    const std::int64_t ranks = group->size();
     for (auto& members : assign_buckets(params, order, options.buckets)) {
       Bucket b;
       std::int64_t total = 0;
@@ -62,6 +70,7 @@ struct Reducer::State : std::enable_shared_from_this<State> {
         b.offsets.push_back(total);
         total += params[i].numel();
       }
+      if (options.shard_gradients) total = (total + ranks - 1) / ranks * ranks;  // equal blocks
       const Tensor& first = params[members.front()];
       b.buffer = zeros({total}, TensorOptions{.dtype = first.dtype(), .device = first.device()});
       b.params = std::move(members);
@@ -73,6 +82,8 @@ struct Reducer::State : std::enable_shared_from_this<State> {
         bucket_of[buckets[k].params[s]] = k;
         slot_of[buckets[k].params[s]] = s;
       }
+    if (options.shard_gradients)
+      for (Bucket& b : buckets) shard(b);
     // Gradients already held as views of the old buckets move into the new ones.
     if (options.gradient_as_bucket_view)
       for (std::size_t i = 0; i < params.size(); ++i)
@@ -82,6 +93,26 @@ struct Reducer::State : std::enable_shared_from_this<State> {
           params[i].set_grad(view);
         }
     reset_pass();
+  }
+
+  // ZeRO-1: moves the bucket's parameters into its `weights` and makes this rank's pieces.
+  void shard(Bucket& b) {
+    NoGradGuard no_grad;
+    const std::int64_t length = b.buffer.numel() / group->size(), start = length * group->rank();
+    b.weights = zeros_like(b.buffer);
+    b.block = zeros({length}, TensorOptions{.dtype = b.buffer.dtype(), .device = b.buffer.device()});
+    for (std::size_t slot = 0; slot < b.params.size(); ++slot) {
+      const std::size_t i = b.params[slot];
+      const std::int64_t offset = b.offsets[slot], numel = params[i].numel();
+      Tensor home = b.weights.narrow(0, offset, numel).view(params[i].shape());
+      home.copy_(params[i]);
+      params[i].set_data(home);
+      const std::int64_t lo = std::max(offset, start), hi = std::min(offset + numel, start + length);
+      if (lo >= hi) continue;
+      pieces.push_back(b.weights.narrow(0, lo, hi - lo).detach().requires_grad_());
+      piece_grads.push_back(b.block.narrow(0, lo - start, hi - lo));
+      piece_owners.push_back(i);
+    }
   }
 
   void reset_pass() {
@@ -110,9 +141,11 @@ struct Reducer::State : std::enable_shared_from_this<State> {
   void launch(std::size_t k) {
     Bucket& b = buckets[k];
     const DataType t = b.buffer.dtype();
-    b.work = group->all_reduce(b.buffer, {.op = ReduceOp::Avg,
-                                          .accumulate_in_float32 = t == kBFloat16 || t == kFloat16,
-                                          .timeout = options.timeout});
+    const ReduceOptions average{.op = ReduceOp::Avg,
+                                .accumulate_in_float32 = t == kBFloat16 || t == kFloat16,
+                                .timeout = options.timeout};
+    b.work = options.shard_gradients ? group->reduce_scatter(b.block, b.buffer, average)
+                                     : group->all_reduce(b.buffer, average);
     launches.push_back(k);
   }
 
@@ -160,8 +193,31 @@ struct Reducer::State : std::enable_shared_from_this<State> {
       reset_pass();
       throw;
     }
+    if (options.shard_gradients) {
+      for (std::size_t k = 0; k < pieces.size(); ++k) pieces[k].set_grad(piece_grads[k]);
+    } else {
+      write_back(used);
+    }
+    ++backwards;
+    reset_pass();
+    if (first_order.empty()) {
+      first_order = order;
+      if (options.rebuild_buckets && !options.shard_gradients) rebuild(order);
+    }
+    if (!missing.empty() && !options.find_unused_parameters) {
+      std::string list;
+      for (std::size_t i : missing) list += (list.empty() ? "" : ", ") + param_name(i);
+      throw Error("DistributedDataParallel",
+                  concat("rank ", group->rank(), ": ", list, " received no gradient in this backward pass; its average "
+                         "used zeros from this rank. If the forward pass does not use every parameter, construct "
+                         "DistributedDataParallel with find_unused_parameters = true"));
+    }
+  }
+
+  // The averaged gradients into grad(), except where `used` says no rank had one.
+  void write_back(const Tensor& used) {
     for (std::size_t i = 0; i < params.size(); ++i) {
-      if (used.defined() && used.data_ptr<std::uint8_t>()[i] == 0) continue;  // no rank has a gradient
+      if (used.defined() && used.data_ptr<std::uint8_t>()[i] == 0) continue;
       Tensor view = bucket_view(i);
       const Tensor& g = params[i].grad();
       if (options.gradient_as_bucket_view) {
@@ -171,20 +227,6 @@ struct Reducer::State : std::enable_shared_from_this<State> {
       } else {
         params[i].set_grad(view.clone());
       }
-    }
-    ++backwards;
-    reset_pass();
-    if (first_order.empty()) {
-      first_order = order;
-      if (options.rebuild_buckets) rebuild(order);
-    }
-    if (!missing.empty() && !options.find_unused_parameters) {
-      std::string list;
-      for (std::size_t i : missing) list += (list.empty() ? "" : ", ") + param_name(i);
-      throw Error("DistributedDataParallel",
-                  concat("rank ", group->rank(), ": ", list, " received no gradient in this backward pass; its average "
-                         "used zeros from this rank. If the forward pass does not use every parameter, construct "
-                         "DistributedDataParallel with find_unused_parameters = true"));
     }
   }
 
@@ -203,6 +245,9 @@ Reducer::Reducer(std::vector<Tensor> params, std::vector<std::string> names, std
                  ReducerOptions options)
     : state_(std::make_shared<State>()) {
   if (!group) throw Error("Reducer", "expected a process group, got nullptr");
+  if (options.shard_gradients && options.gradient_as_bucket_view)
+    throw Error("Reducer", "shard_gradients keeps only a block of each bucket's average: gradient_as_bucket_view "
+                           "cannot apply");
   for (std::size_t i = 0; i < params.size(); ++i) {
     const Tensor& p = params[i];
     if (!p.defined() || !p.requires_grad() || !p.is_leaf())
@@ -240,5 +285,34 @@ const std::vector<std::size_t>& Reducer::ready_order() const { return state_->fi
 const std::vector<std::size_t>& Reducer::launch_order() const { return state_->launches; }
 std::size_t Reducer::buckets_launched_during_backward() const { return state_->launched_in_backward; }
 std::int64_t Reducer::synchronized_backwards() const { return state_->backwards; }
+
+const std::vector<Tensor>& Reducer::shard_pieces() const { return state_->pieces; }
+const std::vector<std::size_t>& Reducer::shard_owners() const { return state_->piece_owners; }
+
+double Reducer::sharded_grad_norm() const {
+  const State& s = *state_;
+  if (!s.options.shard_gradients) throw Error("Reducer::sharded_grad_norm", "expected shard_gradients = true");
+  NoGradGuard no_grad;
+  Tensor squares = zeros({1}, TensorOptions{.dtype = kFloat64});
+  for (const auto& b : s.buckets) {
+    const Tensor block = b.block.to(kFloat64);
+    squares.data_ptr<double>()[0] += sum(mul(block, block)).item<double>();
+  }
+  s.group->all_reduce(squares, {.timeout = s.options.timeout}).wait();
+  return std::sqrt(squares.item<double>());
+}
+
+Work Reducer::all_gather_parameters() {
+  State& s = *state_;
+  if (!s.options.shard_gradients) throw Error("Reducer::all_gather_parameters", "expected shard_gradients = true");
+  NoGradGuard no_grad;
+  std::vector<Work> works;
+  for (const auto& b : s.buckets) {
+    const std::int64_t length = b.block.numel();
+    const Tensor mine = b.weights.narrow(0, length * s.group->rank(), length).clone();
+    works.push_back(s.group->all_gather(b.weights, mine, {.timeout = s.options.timeout}));
+  }
+  return when_all(works);
+}
 
 }  // namespace infini::parallel

@@ -26,6 +26,7 @@ import infini.tensor;
 import :buckets;
 import :process_group;
 import :runtime;
+import :work;
 
 export namespace infini::parallel {
 
@@ -42,6 +43,15 @@ struct ReducerOptions {
   bool find_unused_parameters = false;
   // Rebuild the buckets once, after the first synchronised backward, in gradient-ready order.
   bool rebuild_buckets = true;
+  // ZeRO stage 1 (Megatron's distributed optimizer): each bucket, padded to a multiple of
+  // the group size, is reduce-scattered instead of all-reduced, so rank r receives the
+  // average of block r of it only. The parameters move into one flat buffer per bucket
+  // (they become views of it); shard_pieces() are this rank's blocks as leaf tensors for an
+  // optimizer, whose grad() is the averaged gradient after each synchronised backward; after
+  // the optimizer step all_gather_parameters() shares the updated blocks. The parameters'
+  // own grad() keeps the local gradients. Buckets are not rebuilt; gradient_as_bucket_view
+  // does not apply.
+  bool shard_gradients = false;
   std::optional<Clock::duration> timeout = std::nullopt;  // of each all-reduce
 };
 
@@ -69,6 +79,16 @@ class Reducer {
   // How many buckets the last synchronised backward launched while it was still running.
   std::size_t buckets_launched_during_backward() const;
   std::int64_t synchronized_backwards() const;
+
+  // shard_gradients: this rank's block of every bucket, one leaf tensor per parameter it
+  // overlaps (1-d views of that parameter's storage), and the index of that parameter.
+  const std::vector<Tensor>& shard_pieces() const;
+  const std::vector<std::size_t>& shard_owners() const;
+  // shard_gradients: the 2-norm of the whole averaged gradient, from every rank's blocks
+  // (collective over the group).
+  double sharded_grad_norm() const;
+  // shard_gradients: every rank's parameter blocks into every rank's parameters.
+  Work all_gather_parameters();
 
  private:
   struct State;

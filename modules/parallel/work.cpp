@@ -4,11 +4,13 @@ module;
 #include <boost/asio/any_completion_handler.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -66,13 +68,33 @@ void PollBackoff::reset(std::int64_t outstanding_bytes) {
   const auto spin = std::chrono::microseconds(100) + std::chrono::nanoseconds(4 * std::max<std::int64_t>(outstanding_bytes, 0));
   spin_until_ = Clock::now() + std::min<Clock::duration>(spin, std::chrono::seconds(2));
   delay_ = kFirstSleep;
+  polls_ = 0;
+  sleeping_ = false;
 }
 
-Clock::duration PollBackoff::next() {
-  if (Clock::now() < spin_until_) return Clock::duration::zero();
-  const Clock::duration delay = delay_;
+PollBackoff::Pause PollBackoff::next() {
+  // The clock is read once per kPollsPerYield polls (it costs as much as a poll in a VM).
+  if (!sleeping_) {
+    if (++polls_ % kPollsPerYield != 0) return Pause::None;
+    if (Clock::now() < spin_until_) return Pause::Yield;
+    sleeping_ = true;
+  }
+  sleep_ = delay_;
   delay_ = std::min<Clock::duration>(delay_ * 2, kMaxSleep);
-  return delay;
+  return Pause::Sleep;
+}
+
+void schedule_poll(PollBackoff& backoff, bool progressed, std::int64_t outstanding_bytes, asio::steady_timer& timer,
+                   std::function<void()> poll_again) {
+  if (progressed) backoff.reset(outstanding_bytes);
+  const PollBackoff::Pause pause = progressed ? PollBackoff::Pause::None : backoff.next();
+  if (pause == PollBackoff::Pause::Sleep) {
+    timer.expires_after(backoff.sleep_time());
+    timer.async_wait([poll_again = std::move(poll_again)](const auto&) { poll_again(); });
+    return;
+  }
+  if (pause == PollBackoff::Pause::Yield) std::this_thread::yield();  // other ranks on this core first
+  asio::post(timer.get_executor(), std::move(poll_again));
 }
 
 WorkState::WorkState(OpInfo info, Clock::duration timeout, std::shared_ptr<GroupHealth> health, bool record)
@@ -162,17 +184,19 @@ void Work::wait(std::optional<Clock::duration> timeout) const {
     bool progressed = false;
     for (Progress* engine : state_->engines()) progressed |= engine->poll();
     if (state_->done()) break;
+    if (progressed) {
+      backoff.reset(state_->info().bytes);
+      continue;
+    }
+    const PollBackoff::Pause pause = backoff.next();
+    if (pause == PollBackoff::Pause::None) continue;
+    // Every few polls: the deadlines, then yield or sleep.
     const auto now = Clock::now();
     if (timeout && now - start >= *timeout) state_->time_out(*timeout);
     else state_->expire_if_late(now);
     if (state_->done()) break;
-    if (progressed) {
-      backoff.reset(state_->info().bytes);
-    } else if (const auto delay = backoff.next(); delay == Clock::duration::zero()) {
-      std::this_thread::yield();
-    } else {
-      std::this_thread::sleep_for(delay);
-    }
+    if (pause == PollBackoff::Pause::Yield) std::this_thread::yield();
+    else std::this_thread::sleep_for(backoff.sleep_time());
   }
   if (state_->error()) std::rethrow_exception(state_->error());
 }

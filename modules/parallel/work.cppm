@@ -10,6 +10,7 @@ module;
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include <chrono>
 #include <cstdint>
@@ -61,22 +62,35 @@ class Progress {
 };
 
 // Waiting between polls. Open MPI has no progress thread: a message moves only while its
-// ranks call into MPI, so a wait keeps polling (yielding the core between polls) for as
-// long as its transfer may take, 100 us plus 4 ns per outstanding byte (250 MB/s), and
-// only then sleeps: 20 us doubling to 1 ms, so a rank waiting for a slow peer sleeps.
-// reset() after a completion. Never a hot spin: every poll yields or sleeps.
+// ranks call into MPI, so a wait keeps polling for as long as its transfer may take, 100 us
+// plus 4 ns per outstanding byte (250 MB/s), yielding the core every kPollsPerYield polls
+// (a yield per poll costs a system call per fragment of a large message), and only then
+// sleeps: 20 us doubling to 1 ms, so a rank waiting for a slow peer sleeps. reset() after a
+// completion. Never a hot spin: polls yield or sleep.
 class PollBackoff {
  public:
+  enum class Pause : std::uint8_t { None, Yield, Sleep };
+
   explicit PollBackoff(std::int64_t outstanding_bytes = 0) { reset(outstanding_bytes); }
   void reset(std::int64_t outstanding_bytes);
-  // The time to wait before the next poll: zero means yield, then poll again.
-  Clock::duration next();
+  // What to do before the next poll: nothing, yield the core, or sleep for sleep_time().
+  Pause next();
+  Clock::duration sleep_time() const { return sleep_; }
 
  private:
   static constexpr std::chrono::microseconds kFirstSleep{20}, kMaxSleep{1000};
+  static constexpr int kPollsPerYield = 8;
   Clock::time_point spin_until_;
-  Clock::duration delay_ = kFirstSleep;
+  Clock::duration delay_ = kFirstSleep, sleep_ = kFirstSleep;
+  int polls_ = 0;
+  bool sleeping_ = false;
 };
+
+// A progress engine's poller on io_context(): runs `poll_again` next, at once (after a yield
+// when `backoff` says so, and after the io_context's other ready handlers) or after a sleep
+// on `timer`. `progressed`: the last poll completed something (resets the backoff).
+void schedule_poll(PollBackoff& backoff, bool progressed, std::int64_t outstanding_bytes, asio::steady_timer& timer,
+                   std::function<void()> poll_again);
 
 class WorkState {
  public:

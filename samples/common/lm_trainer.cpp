@@ -57,6 +57,9 @@ void add_train_flags(CLI::App& app, TrainFlags& f) {
   app.add_option("--load", f.load, "resume from this checkpoint directory");
   app.add_option("--metrics_out", f.metrics_out, "JSON lines file, one object per step");
   app.add_option("--threads", f.threads, "OpenMP threads (0: the default)");
+  app.add_option("--zero_stage", f.zero_stage,
+                 "1: under mpirun, shard the optimizer state over the data-parallel ranks (ZeRO-1); each rank "
+                 "saves its shard")->check(CLI::Range(0, 1));
 }
 
 void prepare_run(const TrainFlags& f) {
@@ -96,10 +99,17 @@ std::string format(const char* fmt, auto... values) {
 }
 
 // AdamW with weight decay on matrices and embeddings only (dim >= 2), like llm.c's
-// train_gpt2.py; biases and norm weights are not decayed.
-std::unique_ptr<optim::AdamW> make_optimizer(nn::Module& model, const TrainFlags& f) {
+// train_gpt2.py; biases and norm weights are not decayed. Under ZeRO-1 it updates this
+// rank's pieces of the parameters (`zero`), each decayed as its parameter is.
+std::unique_ptr<optim::AdamW> make_optimizer(const std::vector<Tensor>& params, const parallel::Reducer* zero,
+                                             const TrainFlags& f) {
   std::vector<Tensor> decay, no_decay;
-  for (const Tensor& p : model.parameters()) (p.dim() >= 2 ? decay : no_decay).push_back(p);
+  if (zero) {
+    for (std::size_t k = 0; k < zero->shard_pieces().size(); ++k)
+      (params[zero->shard_owners()[k]].dim() >= 2 ? decay : no_decay).push_back(zero->shard_pieces()[k]);
+  } else {
+    for (const Tensor& p : params) (p.dim() >= 2 ? decay : no_decay).push_back(p);
+  }
   const optim::AdamWOptions options{.lr = f.learning_rate, .betas = {f.beta1, f.beta2}, .eps = f.eps,
                                     .weight_decay = f.weight_decay};
   optim::AdamWOptions no_decay_options = options;
@@ -182,23 +192,45 @@ int run_training(const LanguageModel& lm, const TrainFlags& f, const Ranks& rank
 
   nn::Module& model = *lm.module;
   const std::vector<Tensor> params = model.parameters();
-  // Replicas start from rank 0's weights; backward averages gradients over the ranks.
+  // Replicas start from rank 0's weights; backward averages gradients over the ranks. With
+  // ZeRO-1 it reduce-scatters them instead, and the optimizer updates this rank's pieces.
+  const bool zero = ranks.world && f.zero_stage == 1;
   std::optional<parallel::DistributedDataParallel> ddp;
-  if (ranks.world) ddp.emplace(lm.module, ranks.world);
-  auto optimizer = make_optimizer(model, f);
+  if (ranks.world) ddp.emplace(lm.module, ranks.world, parallel::DDPOptions{.shard_gradients = zero});
+  auto optimizer = make_optimizer(params, zero ? &ddp->reducer() : nullptr, f);
   auto schedule = make_schedule(*optimizer, f);
   io::TrainingState state;
   state.add("model", model).add("optimizer", *optimizer).add("scheduler", *schedule).add_generator("rng", default_generator());
   state.metadata["data_seed"] = std::to_string(f.seed);  // the batch order: a resumed run keeps its own
-  if (!f.load.empty()) {  // every rank reads the same (replicated) state
-    io::load_checkpoint(f.load, state);
+  // Replicated state: rank 0 writes DIR, every rank reads it. ZeRO-1: rank r writes and reads
+  // its own DIR/rank_<r> (the whole state with its optimizer shard).
+  const std::string zero_ranks = std::to_string(dp);
+  if (zero) state.metadata["zero_ranks"] = zero_ranks;
+  auto state_dir = [&](const std::string& dir) {
+    return zero ? std::filesystem::path(dir) / concat("rank_", ranks.rank) : std::filesystem::path(dir);
+  };
+  if (!f.load.empty()) {
+    const std::filesystem::path dir = state_dir(f.load);
+    if (!zero && !std::filesystem::exists(dir / "manifest.json") && std::filesystem::exists(dir / "rank_0"))
+      throw Error("train", concat("--load ", f.load, " holds a ZeRO-1 checkpoint (one shard per rank): resume it with "
+                                  "--zero_stage 1 and its number of ranks"));
+    if (zero && !std::filesystem::exists(dir / "manifest.json"))
+      throw Error("train", concat("--load ", f.load, " has no ZeRO-1 shard for rank ", ranks.rank, " (", dir.string(),
+                                  "): it was written without --zero_stage 1 or by fewer ranks"));
+    const io::Checkpoint checkpoint = io::load_checkpoint(dir);
+    if (zero && (!checkpoint.metadata.contains("zero_ranks") || checkpoint.metadata.at("zero_ranks") != zero_ranks))
+      throw Error("train", concat("--load ", f.load, ": its ZeRO-1 shards were written by ",
+                                  checkpoint.metadata.contains("zero_ranks") ? checkpoint.metadata.at("zero_ranks") : "?",
+                                  " data-parallel ranks, this run has ", dp, "; resume with the same number (the "
+                                  "optimizer state is not re-sharded)"));
+    state.restore(checkpoint);
     if (ranks.main()) std::printf("resumed from %s at step %lld\n", f.load.c_str(), static_cast<long long>(state.step));
   }
   const std::uint64_t data_seed = std::stoull(state.metadata.at("data_seed"));
   TokenBatches train_data(std::make_shared<llmc::TokenFile>(f.input_bin), T, f.shuffle != 0, data_seed);
-  auto save = [&] {  // rank 0 writes the replicated state
+  auto save = [&] {
+    if (zero || ranks.main()) io::save_checkpoint(state_dir(f.save), state);
     if (!ranks.main()) return;
-    io::save_checkpoint(f.save, state);
     lm.export_llmc(std::filesystem::path(f.save) / lm.llmc_name);
     std::printf("saved step %lld to %s\n", static_cast<long long>(state.step), f.save.c_str());
   };
@@ -219,6 +251,7 @@ int run_training(const LanguageModel& lm, const TrainFlags& f, const Ranks& rank
     model.train();
     const auto start = Clock::now();
     optimizer->zero_grad();
+    if (zero) model.zero_grad();  // the optimizer holds the pieces, not the parameters
     double loss_sum = 0, forward_ms = 0, backward_ms = 0;
     for (std::int64_t k = 0; k < micro_steps; ++k) {
       // Gradients of all but the last micro-step accumulate locally; the last one's backward
@@ -235,9 +268,10 @@ int run_training(const LanguageModel& lm, const TrainFlags& f, const Ranks& rank
     }
     const auto t_update = Clock::now();
     // Clipping's scale is folded into AdamW's update (no pass over the grads of its own).
-    const double norm = optim::total_grad_norm(params);
+    const double norm = zero ? ddp->reducer().sharded_grad_norm() : optim::total_grad_norm(params);
     const double lr = schedule->get_last_lr()[0];
     optimizer->scaled_step(f.grad_clip > 0 ? optim::clip_coefficient(norm, f.grad_clip) : 1.0);
+    if (zero) ddp->reducer().all_gather_parameters().wait();  // every rank's updated blocks
     schedule->step();
     const auto end = Clock::now();
     const double ms = std::chrono::duration<double, std::milli>(end - start).count();

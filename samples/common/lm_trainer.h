@@ -32,6 +32,7 @@ struct TrainFlags {
   std::string save, load, metrics_out;
   std::int64_t save_interval = 0;
   int threads = 0;
+  int zero_stage = 0;  // 1: ZeRO-1 under mpirun (optimizer state sharded over the data-parallel ranks)
 };
 
 void add_train_flags(CLI::App& app, TrainFlags& flags);

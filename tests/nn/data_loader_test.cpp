@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <numeric>
 #include <optional>
@@ -180,22 +181,33 @@ TEST(DataLoader, WorkerExceptionReachesTheConsumerAtItsBatch) {
   }
 }
 
-std::int64_t thread_count() {
-  return std::distance(std::filesystem::directory_iterator("/proc/self/task"), std::filesystem::directory_iterator{});
+// Threads of this process named "infini-loader" (the loaders' workers; OpenMP's pool, which
+// a worker's parallel region may start, does not count).
+std::int64_t loader_thread_count() {
+  std::int64_t count = 0;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream comm(task.path() / "comm");
+    std::string name;
+    if (std::getline(comm, name) && name == "infini-loader") ++count;
+  }
+  return count;
 }
 
 TEST(DataLoader, DestroyedMidEpochStopsItsThreads) {
-  const std::int64_t threads_before = thread_count();
+  ASSERT_EQ(loader_thread_count(), 0);
   for (int round = 0; round < 10; ++round) {
     auto dataset = std::make_shared<const CountingDataset>(100, -1, std::chrono::milliseconds(1));
     {
       DataLoader loader(dataset, {.batch_size = 2, .num_workers = 3, .prefetch_factor = 2});
       auto it = loader.begin();
       EXPECT_EQ(it->target.select(0, 1).item<std::int64_t>(), 1);
+      for (int tries = 0; tries < 1000 && loader_thread_count() < 3; ++tries)  // names are set as threads start
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      EXPECT_EQ(loader_thread_count(), 3);
     }  // workers are busy or waiting for room here
     EXPECT_LT(dataset->calls.load(), 100);
   }
-  EXPECT_EQ(thread_count(), threads_before);
+  EXPECT_EQ(loader_thread_count(), 0);
 }
 
 TEST(DataLoader, PrefetchIsBounded) {

@@ -218,6 +218,63 @@ TEST(DistributedDataParallel, GradientsAsBucketViews) {
   }
 }
 
+// ZeRO-1: rank r's pieces hold block r of the averaged gradient; an update of the pieces
+// followed by all_gather_parameters() gives every rank the fully updated parameters.
+TEST(DistributedDataParallel, ShardedGradientsAndParameterGather) {
+  auto pg = world();
+  const int r = pg->rank(), n = pg->size();
+  auto model = std::make_shared<ToyImpl>(static_cast<double>(r));
+  // Small caps: several buckets, most of them split between ranks inside a parameter.
+  DistributedDataParallel ddp(model, pg, {.buckets = {.first_bucket_bytes = 64, .bucket_bytes = 128},
+                                          .shard_gradients = true});
+  Reducer& reducer = ddp.reducer();
+  // One process on every rank's rows, from rank 0's initial parameters.
+  auto reference = std::make_shared<ToyImpl>(0.0);
+  std::vector<Tensor> params = model->parameters(), reference_params = reference->parameters();
+  for (int step = 0; step < 2; ++step) {
+    for (Tensor& p : reference_params) p.set_grad(Tensor());
+    for (int q = 0; q < n; ++q) div(reference->loss(rows(q, step), true), static_cast<double>(n)).backward();
+    std::vector<Tensor> expected;
+    for (const Tensor& p : reference_params) expected.push_back(p.grad());
+    model->loss(rows(r, step), true).backward();
+    const auto& pieces = reducer.shard_pieces();
+    const auto& owners = reducer.shard_owners();
+    ASSERT_EQ(pieces.size(), owners.size());
+    // Every piece is a slice of its parameter (same storage) holding a slice of its gradient.
+    std::int64_t covered = 0;
+    double squares = 0;
+    for (std::size_t k = 0; k < pieces.size(); ++k) {
+      const Tensor& param = params[owners[k]];
+      const auto* base = static_cast<const char*>(param.data_ptr());
+      const std::int64_t offset =
+          (static_cast<const char*>(pieces[k].data_ptr()) - base) / static_cast<std::int64_t>(sizeof(double));
+      ASSERT_TRUE(offset >= 0 && offset + pieces[k].numel() <= param.numel()) << "piece " << k;
+      expect_close(pieces[k].grad(), expected[owners[k]].reshape({-1}).narrow(0, offset, pieces[k].numel()),
+                   concat("step ", step, " gradient piece ", k));
+      covered += pieces[k].numel();
+      const Tensor g = pieces[k].grad();
+      squares += sum(mul(g, g)).item<double>();
+    }
+    // The ranks' pieces cover every element once, and the norm counts each once.
+    Tensor total = full({1}, static_cast<double>(covered), TensorOptions{.dtype = kFloat64});
+    pg->all_reduce(total).wait();
+    EXPECT_EQ(total.item<double>(), 39.0);
+    double reference_squares = 0;
+    for (const Tensor& g : expected) reference_squares += sum(mul(g, g)).item<double>();
+    EXPECT_NEAR(reducer.sharded_grad_norm(), std::sqrt(reference_squares), 1e-12);
+    // An SGD step on the pieces, then the gather: every parameter fully updated.
+    {
+      NoGradGuard no_grad;
+      for (Tensor piece : pieces) sub_(piece, mul(piece.grad(), 0.1));
+      for (std::size_t i = 0; i < reference_params.size(); ++i) sub_(reference_params[i], mul(expected[i], 0.1));
+    }
+    reducer.all_gather_parameters().wait();
+    for (std::size_t i = 0; i < params.size(); ++i)
+      expect_close(params[i], reference_params[i], concat("step ", step, " parameter ", i, " after the gather"));
+    for (const Tensor& p : params) p.set_grad(Tensor());
+  }
+}
+
 TEST(DistributedDataParallel, BFloat16GradientsAccumulateInFloat32) {
   auto pg = world();
   const int n = pg->size();

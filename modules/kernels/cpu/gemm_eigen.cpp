@@ -3,12 +3,17 @@
 // sgemm_packed.cpp (AVX512-BF16); other float products that suit it to the packed AVX-512
 // kernel of sgemm_packed.cpp; the rest, and every double product, to Eigen.
 // Eigen's operands are Eigen::Maps over the caller's memory, row- or column-major as they
-// lie, so transposed operands are never copied; Eigen packs them into its own cache
-// blocks. Threading is ours, not Eigen's: c is cut into one column (or row) block per
+// lie, so transposed operands are never copied (but for the matrix of a double
+// matrix-vector product, below); Eigen packs them into its own cache blocks. Threading is ours, not Eigen's: c is cut into one column (or row) block per
 // OpenMP thread and each block is a single-threaded Eigen product. On a 2-core machine
 // this measured at least as fast as Eigen's parallel GEMM, and it keeps every allocation
 // failure inside a region that catches it.
 #define EIGEN_DONT_PARALLELIZE
+// Every product through Eigen's packed GEMM, never its coefficient-wise "lazy" product for
+// tiny sizes (m + n + k < 20): that one vectorizes along whichever dim the storage order
+// makes contiguous, so a transposed operand would change the bits of the result (seen with
+// AVX2's four-double packets). Packing makes the summation order independent of layout.
+#define EIGEN_GEMM_TO_COEFFBASED_THRESHOLD 0
 #include "gemm_eigen.h"
 #include "sgemm_amx.h"
 #include "sgemm_packed.h"
@@ -20,6 +25,7 @@
 #include <atomic>
 #include <cstdint>
 #include <new>
+#include <vector>
 
 namespace infini::cpu {
 namespace {
@@ -128,8 +134,28 @@ bool gemm(std::int64_t m, std::int64_t n, std::int64_t k, float alpha, MatrixArg
   return gemm_impl(m, n, k, alpha, a, b, beta, c, ldc, parallel);
 }
 
+// Matrix-vector products go through Eigen's GEMV, whose summation order follows the
+// matrix's storage order (dot products when k is contiguous, axpys otherwise). The double
+// products are the references of the tests (gradcheck, layouts), so they read the matrix
+// with k contiguous always: the same bits whatever the operands' strides.
 bool gemm(std::int64_t m, std::int64_t n, std::int64_t k, double alpha, MatrixArg<double> a, MatrixArg<double> b,
           double beta, double* c, std::int64_t ldc, bool parallel) noexcept {
+  std::vector<double> copy;
+  try {
+    if (n == 1 && m > 1 && k > 1 && a.col_major) {  // a (m, k) into row-major
+      copy.resize(static_cast<std::size_t>(m * k));
+      for (std::int64_t i = 0; i < m; ++i)
+        for (std::int64_t j = 0; j < k; ++j) copy[static_cast<std::size_t>(i * k + j)] = a.data[j * a.ld + i];
+      a = {copy.data(), k, false};
+    } else if (m == 1 && n > 1 && k > 1 && !b.col_major) {  // b (k, n) into column-major
+      copy.resize(static_cast<std::size_t>(k * n));
+      for (std::int64_t j = 0; j < n; ++j)
+        for (std::int64_t i = 0; i < k; ++i) copy[static_cast<std::size_t>(j * k + i)] = b.data[i * b.ld + j];
+      b = {copy.data(), k, true};
+    }
+  } catch (const std::bad_alloc&) {
+    return false;
+  }
   return gemm_impl(m, n, k, alpha, a, b, beta, c, ldc, parallel);
 }
 

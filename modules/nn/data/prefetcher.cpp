@@ -1,6 +1,8 @@
 // Prefetcher (see prefetcher.cppm): worker threads, a bounded window of ready batches
 // keyed by batch number, and one condition variable for both directions.
 module;
+#include <pthread.h>
+
 #include <algorithm>
 #include <any>
 #include <condition_variable>
@@ -75,7 +77,11 @@ Prefetcher::Prefetcher(Produce produce, std::int64_t first, std::int64_t end, st
   shared_->next_deliver = first;
   shared_->workers.reserve(static_cast<std::size_t>(std::max<std::int64_t>(num_workers, 0)));
   try {
-    for (std::int64_t i = 0; i < num_workers; ++i) shared_->workers.emplace_back([s = shared_.get()] { s->work(); });
+    for (std::int64_t i = 0; i < num_workers; ++i)
+      shared_->workers.emplace_back([s = shared_.get()] {
+        pthread_setname_np(pthread_self(), "infini-loader");  // as top, gdb and /proc show it
+        s->work();
+      });
   } catch (...) {  // a thread could not start: stop those that did
     shared_->stop_and_join();
     throw;
