@@ -45,6 +45,9 @@ std::unique_ptr<Backend> make_mpi_world();
 std::unique_ptr<Backend> split_mpi(Backend& parent, int color, int key, Clock::duration timeout);
 // MPI_Ibarrier on the communicator of `mpi` (barriers always go through MPI).
 void mpi_barrier(Backend& mpi, const std::shared_ptr<WorkState>& work);
+// Whether every rank of the world reached this barrier (on a communicator of its own)
+// within `timeout`; false leaves it pending (the caller aborts the job).
+bool exit_barrier(Clock::duration timeout);
 void finalize_mpi();
 [[noreturn]] void abort_mpi(int exit_code);
 // NCCL communicator of the group of `mpi` on CUDA device `device` (unique id broadcast over

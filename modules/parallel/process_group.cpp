@@ -4,6 +4,7 @@ module;
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -465,8 +466,18 @@ std::shared_ptr<ProcessGroup> world() {
 void finalize_process_group() {
   auto& group = world_slot();
   if (!group) return;
-  const bool broken = group->size() > 1 && any_group_broken();
+  const bool many = group->size() > 1;
+  const int rank = group->rank();
+  bool broken = many && any_group_broken();
   group.reset();
+  // MPI_Finalize waits for every rank, so a rank that ends while another still waits in a
+  // collective would wait too (and Open MPI's launcher can hang when the job is then
+  // aborted around it): first a barrier with the default deadline; past it, abort the job.
+  if (many && !broken && !exit_barrier(default_timeout())) {
+    std::fprintf(stderr, "[infini] rank %d: not every rank reached the end within %g s; aborting the job\n", rank,
+                 std::chrono::duration<double>(default_timeout()).count());
+    broken = true;
+  }
   if (broken) abort_job(1);
   finalize_mpi();
 }
