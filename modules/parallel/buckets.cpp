@@ -44,7 +44,7 @@ std::vector<std::vector<std::size_t>> assign_buckets(const std::vector<Tensor>& 
     bucket.bytes += p.numel() * static_cast<std::int64_t>(itemsize(p.dtype()));
     if (bucket.bytes >= (bucket.first ? options.first_bucket_bytes : options.bucket_bytes)) {
       closed.emplace_back(position[bucket.params.front()], std::move(bucket.params));
-      bucket = Open{.first = false};
+      bucket = Open{.params = {}, .bytes = 0, .first = false};
     }
   }
   for (auto& [key, bucket] : open)

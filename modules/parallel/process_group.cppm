@@ -27,14 +27,14 @@ enum class ReduceOp : std::uint8_t { Sum, Avg, Max, Min, Product };
 std::string_view name(ReduceOp op);
 
 struct CommOptions {
-  std::optional<Clock::duration> timeout;  // default_timeout() when unset
+  std::optional<Clock::duration> timeout = std::nullopt;  // default_timeout() when unset
 };
 
 struct ReduceOptions {
   ReduceOp op = ReduceOp::Sum;
   // float16/bfloat16 tensors are reduced in float32 and rounded once at the end.
   bool accumulate_in_float32 = false;
-  std::optional<Clock::duration> timeout;
+  std::optional<Clock::duration> timeout = std::nullopt;
 };
 
 // One send or receive of a batch (batch_isend_irecv); peer is a group rank.

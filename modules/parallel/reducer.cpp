@@ -136,6 +136,20 @@ struct Reducer::State : std::enable_shared_from_this<State> {
     pass_order.push_back(i);
     --buckets[bucket_of[i]].pending;
     while (next_launch < buckets.size() && buckets[next_launch].pending == 0) launch(next_launch++);
+    progress();
+  }
+
+  // MPI has no progress thread: the buckets in flight move on (the next steps of a ring
+  // all-reduce are issued) only when polled, so every hook polls once.
+  void progress() {
+    std::vector<Progress*> engines;
+    for (std::size_t k = 0; k < next_launch; ++k) {
+      const auto& state = buckets[k].work.state();
+      if (!state || state->done()) continue;
+      for (Progress* engine : state->engines())
+        if (std::find(engines.begin(), engines.end(), engine) == engines.end()) engines.push_back(engine);
+    }
+    for (Progress* engine : engines) engine->poll();
   }
 
   void launch(std::size_t k) {
