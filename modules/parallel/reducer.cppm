@@ -3,7 +3,8 @@
 // a parameter ready during a synchronised backward and copies its grad into its bucket;
 // once every parameter of a bucket is ready and all buckets before it were launched, the
 // bucket's all-reduce (average; float16/bfloat16 accumulated in float32) is launched at once,
-// so communication runs while backward goes on. Buckets are launched in index order on every
+// so communication runs while backward goes on (each hook also polls the progress engine:
+// MPI moves a message only when called). Buckets are launched in index order on every
 // rank, so the collectives match. When the backward pass ends (an autograd callback) the rest
 // is launched, awaited, and the averaged gradients are written back into grad(): a caller sees
 // `loss.backward()` return with every rank holding the same averaged gradients.
