@@ -22,7 +22,6 @@ module;
 #include <memory>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 module infini.parallel;
 
@@ -30,9 +29,6 @@ namespace infini::parallel {
 namespace {
 
 bool initialized_by_infini = false;
-// A duplicate of MPI_COMM_WORLD made with the world group, used only by the barrier at exit
-// (no other operation can be pending on it).
-MPI_Comm exit_comm = MPI_COMM_NULL;
 
 std::string mpi_error_text(int code) {
   char text[MPI_MAX_ERROR_STRING];
@@ -499,6 +495,10 @@ class MpiBackend final : public Backend {
   std::vector<int> world_ranks_;
 };
 
+// A second world communicator, made with the world group and used only by the barrier at
+// exit (no other operation can be pending on it); never destroyed, since exit needs it.
+MpiBackend* exit_backend = nullptr;
+
 }  // namespace
 
 std::unique_ptr<Backend> make_mpi_world() {
@@ -506,33 +506,27 @@ std::unique_ptr<Backend> make_mpi_world() {
   MPI_Comm comm = MPI_COMM_NULL;
   if (const int rc = MPI_Comm_dup(MPI_COMM_WORLD, &comm); rc != MPI_SUCCESS)
     throw CommError("init_process_group", concat("MPI_Comm_dup failed: ", mpi_error_text(rc)));
-  if (exit_comm == MPI_COMM_NULL) {
+  if (!exit_backend) {
+    MPI_Comm exit_comm = MPI_COMM_NULL;
     if (const int rc = MPI_Comm_dup(MPI_COMM_WORLD, &exit_comm); rc != MPI_SUCCESS)
       throw CommError("init_process_group", concat("MPI_Comm_dup failed: ", mpi_error_text(rc)));
-    MPI_Comm_set_errhandler(exit_comm, MPI_ERRORS_RETURN);
+    exit_backend = new MpiBackend(exit_comm);
   }
   return std::make_unique<MpiBackend>(comm);
 }
 
 bool exit_barrier(Clock::duration timeout) {
-  if (exit_comm == MPI_COMM_NULL) return true;
-  MPI_Request request = MPI_REQUEST_NULL;
-  if (MPI_Ibarrier(exit_comm, &request) != MPI_SUCCESS) return false;
-  const auto deadline = Clock::now() + timeout;
-  PollBackoff backoff;
-  for (;;) {
-    int done = 0;
-    if (MPI_Test(&request, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) return false;
-    if (done) return true;
-    switch (backoff.next()) {
-      case PollBackoff::Pause::None: break;
-      case PollBackoff::Pause::Yield: std::this_thread::yield(); break;
-      case PollBackoff::Pause::Sleep:
-        if (Clock::now() > deadline) return false;  // the request stays pending: the job is aborted
-        std::this_thread::sleep_for(backoff.sleep_time());
-        break;
-    }
+  if (!exit_backend) return true;
+  OpInfo info{.op = "exit barrier", .group = "exit", .rank = exit_backend->rank(),
+              .group_size = exit_backend->size(), .peers = "all", .tensor = "-"};
+  auto work = std::make_shared<WorkState>(std::move(info), timeout, nullptr);
+  exit_backend->barrier(work);
+  try {
+    Work(work).wait();
+  } catch (const CommError&) {  // past the deadline (the request stays pending: the job is aborted)
+    return false;
   }
+  return true;
 }
 
 std::unique_ptr<Backend> split_mpi(Backend& parent, int color, int key, Clock::duration timeout) {

@@ -4,8 +4,9 @@
 // kernel of sgemm_packed.cpp; the rest, and every double product, to Eigen.
 // Eigen's operands are Eigen::Maps over the caller's memory, row- or column-major as they
 // lie, so transposed operands are never copied (but for the matrix of a double
-// matrix-vector product, below); Eigen packs them into its own cache blocks. Threading is ours, not Eigen's: c is cut into one column (or row) block per
-// OpenMP thread and each block is a single-threaded Eigen product. On a 2-core machine
+// matrix-vector product, below); Eigen packs them into its own cache blocks. Threading is
+// ours, not Eigen's: c is cut into one column (or row) block per OpenMP thread and each
+// block is a single-threaded Eigen product. On a 2-core machine
 // this measured at least as fast as Eigen's parallel GEMM, and it keeps every allocation
 // failure inside a region that catches it.
 #define EIGEN_DONT_PARALLELIZE
