@@ -28,6 +28,7 @@ export import :atomic_file;
 export import :safetensors;
 export import :checkpoint;
 export import :kv_cache;
+export import :tensor_parallel;
 export import :llmc_layout;
 export import :gpt2;
 export import :llama3;

@@ -1,6 +1,7 @@
 // infini.parallel: the asynchronous runtime (one Asio io_context per rank), process groups
 // over MPI (CPU tensors) and NCCL (CUDA tensors), Work and its awaitable form, the flight
-// recorder, the dp x tp x pp layout, and data parallelism (DistributedDataParallel).
+// recorder, the dp x tp x pp layout, data parallelism (DistributedDataParallel) and tensor /
+// sequence parallelism (TensorParallel and its layers).
 export module infini.parallel;
 export import infini.nn;
 export import :comm_error;
@@ -12,4 +13,8 @@ export import :layout;
 export import :buckets;
 export import :reducer;
 export import :ddp;
+export import :tp_mappings;
+export import :tp_layers;
+export import :vocab_cross_entropy;
+export import :tensor_parallel;
 import :backend;  // internal: the MPI and NCCL implementations

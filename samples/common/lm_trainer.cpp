@@ -60,6 +60,12 @@ void add_train_flags(CLI::App& app, TrainFlags& f) {
   app.add_option("--zero_stage", f.zero_stage,
                  "1: under mpirun, shard the optimizer state over the data-parallel ranks (ZeRO-1); each rank "
                  "saves its shard")->check(CLI::Range(0, 1));
+  app.add_option("--tensor_parallel", f.tensor_parallel,
+                 "under mpirun: ranks each layer is split over (heads, MLP features, vocabulary); the data-parallel "
+                 "size is the world size / this")->check(CLI::PositiveNumber);
+  app.add_option("--sequence_parallel", f.sequence_parallel,
+                 "1: with --tensor_parallel > 1, split the activations between the split layers along the sequence")
+      ->check(CLI::Range(0, 1));
 }
 
 void prepare_run(const TrainFlags& f) {
@@ -150,19 +156,72 @@ std::string decode(const std::optional<llmc::TokenizerFile>& tokenizer, const st
   return text;
 }
 
-// The ranks of the run. Under mpirun: the world, every rank a data-parallel replica that
-// trains on its share of each step's sequences. Without a launcher: no process group and
-// the plain single-process path.
+// The ranks of the run. Under mpirun: the world as dp x tp (parallel::Layout); the ranks of a
+// tensor-parallel group split every layer, and each data-parallel replica trains on its share
+// of each step's sequences. Without a launcher: no process group and the plain
+// single-process path.
 struct Ranks {
   std::shared_ptr<parallel::ProcessGroup> world;  // null without a launcher
-  int rank = 0, size = 1;
+  parallel::Layout layout{1};
+  parallel::ParallelGroups groups;
+  int rank = 0;
   bool main() const { return rank == 0; }
+  // Whether this rank is in rank 0's model replica (validation, sampling and the whole-model
+  // export run there: collectives over its tensor-parallel group).
+  bool main_replica() const { return groups.coord.dp == 0; }
 };
 
-Ranks join_world() {
-  if (!parallel::launched_by_mpirun()) return {};
+Ranks join_world(const TrainFlags& f) {
+  if (!parallel::launched_by_mpirun()) {
+    if (f.tensor_parallel > 1)
+      throw Error("train", concat("--tensor_parallel ", f.tensor_parallel, " needs that many ranks: launch with mpirun -np N "
+                                  "(N a multiple of ", f.tensor_parallel, ")"));
+    return {};
+  }
   auto world = parallel::init_process_group();
-  return {world, world->rank(), world->size()};
+  Ranks ranks{.world = world, .layout = parallel::Layout(world->size(), f.tensor_parallel), .rank = world->rank()};
+  ranks.groups = parallel::make_parallel_groups(ranks.layout, world);
+  return ranks;
+}
+
+// Where this rank's training state lives inside checkpoint directory `dir`: replicated state
+// is DIR (written by rank 0); a tensor-parallel rank t's shards DIR/tp_rank_<t> (written by rank
+// 0's replica); a ZeRO-1 rank r's optimizer shard DIR/rank_<r> (every rank).
+std::filesystem::path state_dir(const std::string& dir, const Ranks& ranks, bool zero) {
+  if (zero) return std::filesystem::path(dir) / concat("rank_", ranks.rank);
+  if (ranks.layout.tp() > 1) return std::filesystem::path(dir) / concat("tp_rank_", ranks.groups.coord.tp);
+  return dir;
+}
+
+// The metadata value `key` of a checkpoint ("1" for the tensor-parallel size of one written
+// before it was recorded).
+std::string metadata(const io::Checkpoint& checkpoint, const std::string& key) {
+  if (checkpoint.metadata.contains(key)) return checkpoint.metadata.at(key);
+  return key == "tensor_parallel" ? "1" : "?";
+}
+
+// Error unless --load holds the training state of this layout (the shards are not re-split).
+io::Checkpoint load_state(const std::string& load, const Ranks& ranks, bool zero) {
+  const std::filesystem::path dir = state_dir(load, ranks, zero);
+  const int tp = ranks.layout.tp();
+  if (!std::filesystem::exists(dir / "manifest.json")) {
+    if (!zero && tp == 1 && std::filesystem::exists(std::filesystem::path(load) / "rank_0"))
+      throw Error("train", concat("--load ", load, " holds a ZeRO-1 checkpoint (one shard per rank): resume it with "
+                                  "--zero_stage 1 and its number of ranks"));
+    throw Error("train", concat("--load ", load, " has no training state for this rank (", dir.string(), "): it was ",
+                                "written with another --zero_stage or --tensor_parallel; resume with the same, or start "
+                                "a new run from its llm.c checkpoint with --llmc_filepath"));
+  }
+  io::Checkpoint checkpoint = io::load_checkpoint(dir);
+  if (metadata(checkpoint, "tensor_parallel") != std::to_string(tp))
+    throw Error("train", concat("--load ", load, " was written with --tensor_parallel ",
+                                metadata(checkpoint, "tensor_parallel"), ", this run has ", tp,
+                                "; resume with the same, or start a new run from its llm.c checkpoint with --llmc_filepath"));
+  if (zero && metadata(checkpoint, "zero_ranks") != std::to_string(ranks.layout.dp()))
+    throw Error("train", concat("--load ", load, ": its ZeRO-1 shards were written by ", metadata(checkpoint, "zero_ranks"),
+                                " data-parallel ranks, this run has ", ranks.layout.dp(), "; resume with the same number "
+                                "(the optimizer state is not re-sharded)"));
+  return checkpoint;
 }
 
 // The mean of `value` over the ranks.
@@ -173,16 +232,29 @@ double rank_mean(const Ranks& ranks, double value) {
   return t.item<double>();
 }
 
-int run_training(const LanguageModel& lm, const TrainFlags& f, const Ranks& ranks) {
-  const parallel::Layout layout(ranks.size);  // data parallel only: dp = world size
+int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ranks) {
+  const parallel::Layout& layout = ranks.layout;
   const std::string layout_name = layout.str();
   const std::int64_t B = f.batch_size, T = f.sequence_length, dp = layout.dp();
+  const bool zero = ranks.world && f.zero_stage == 1;
+  if (f.sequence_parallel == 1 && layout.tp() == 1)
+    throw Error("train", "--sequence_parallel 1 splits the sequence over the tensor-parallel ranks: it needs "
+                         "--tensor_parallel > 1");
+  if (zero && layout.tp() > 1)
+    throw Error("train", "--zero_stage 1 with --tensor_parallel > 1 is not supported (ZeRO-1 shards whole "
+                         "parameters); use one of them");
+  if (f.sequence_parallel == 1 && T % layout.tp() != 0)
+    throw Error("train", concat("--sequence_parallel 1 splits --sequence_length ", T, " over ", layout.tp(),
+                                " tensor-parallel ranks: it must be a multiple of ", layout.tp()));
+  std::shared_ptr<parallel::TensorParallel> tp;
+  if (layout.tp() > 1) tp = std::make_shared<parallel::TensorParallel>(ranks.groups.tp, f.sequence_parallel == 1);
+  const LanguageModel lm = make(tp);
   if (T > lm.max_seq_len) throw Error("train", concat("--sequence_length ", T, " exceeds the model's ", lm.max_seq_len));
   const std::int64_t tokens_per_step = f.total_batch_size > 0 ? f.total_batch_size : B * T * dp;
   if (tokens_per_step % (B * T * dp) != 0)
     throw Error("train", concat("--total_batch_size ", tokens_per_step, " is not a multiple of batch_size * sequence_length",
                                 " * data-parallel ranks = ", B, " * ", T, " * ", dp, " = ", B * T * dp));
-  // Each micro-step, rank r takes sequences (k * dp + r) * B .. + B - 1 of the step's.
+  // Each micro-step, data-parallel rank r takes sequences (k * dp + r) * B .. + B - 1 of the step's.
   const std::int64_t micro_steps = tokens_per_step / (B * T * dp), sequences_per_step = tokens_per_step / T;
 
   std::optional<TokenBatches> val_data;
@@ -192,46 +264,30 @@ int run_training(const LanguageModel& lm, const TrainFlags& f, const Ranks& rank
 
   nn::Module& model = *lm.module;
   const std::vector<Tensor> params = model.parameters();
-  // Replicas start from rank 0's weights; backward averages gradients over the ranks. With
-  // ZeRO-1 it reduce-scatters them instead, and the optimizer updates this rank's pieces.
-  const bool zero = ranks.world && f.zero_stage == 1;
+  // Replicas start from rank 0's weights; backward averages gradients over the data-parallel
+  // ranks. With ZeRO-1 it reduce-scatters them instead, and the optimizer updates this rank's
+  // pieces.
   std::optional<parallel::DistributedDataParallel> ddp;
-  if (ranks.world) ddp.emplace(lm.module, ranks.world, parallel::DDPOptions{.shard_gradients = zero});
+  if (ranks.world) ddp.emplace(lm.module, ranks.groups.dp, parallel::DDPOptions{.shard_gradients = zero});
   auto optimizer = make_optimizer(params, zero ? &ddp->reducer() : nullptr, f);
   auto schedule = make_schedule(*optimizer, f);
   io::TrainingState state;
   state.add("model", model).add("optimizer", *optimizer).add("scheduler", *schedule).add_generator("rng", default_generator());
   state.metadata["data_seed"] = std::to_string(f.seed);  // the batch order: a resumed run keeps its own
-  // Replicated state: rank 0 writes DIR, every rank reads it. ZeRO-1: rank r writes and reads
-  // its own DIR/rank_<r> (the whole state with its optimizer shard).
-  const std::string zero_ranks = std::to_string(dp);
-  if (zero) state.metadata["zero_ranks"] = zero_ranks;
-  auto state_dir = [&](const std::string& dir) {
-    return zero ? std::filesystem::path(dir) / concat("rank_", ranks.rank) : std::filesystem::path(dir);
-  };
+  // See state_dir: where each rank writes and reads its training state.
+  if (zero) state.metadata["zero_ranks"] = std::to_string(dp);
+  state.metadata["tensor_parallel"] = std::to_string(layout.tp());
   if (!f.load.empty()) {
-    const std::filesystem::path dir = state_dir(f.load);
-    if (!zero && !std::filesystem::exists(dir / "manifest.json") && std::filesystem::exists(dir / "rank_0"))
-      throw Error("train", concat("--load ", f.load, " holds a ZeRO-1 checkpoint (one shard per rank): resume it with "
-                                  "--zero_stage 1 and its number of ranks"));
-    if (zero && !std::filesystem::exists(dir / "manifest.json"))
-      throw Error("train", concat("--load ", f.load, " has no ZeRO-1 shard for rank ", ranks.rank, " (", dir.string(),
-                                  "): it was written without --zero_stage 1 or by fewer ranks"));
-    const io::Checkpoint checkpoint = io::load_checkpoint(dir);
-    if (zero && (!checkpoint.metadata.contains("zero_ranks") || checkpoint.metadata.at("zero_ranks") != zero_ranks))
-      throw Error("train", concat("--load ", f.load, ": its ZeRO-1 shards were written by ",
-                                  checkpoint.metadata.contains("zero_ranks") ? checkpoint.metadata.at("zero_ranks") : "?",
-                                  " data-parallel ranks, this run has ", dp, "; resume with the same number (the "
-                                  "optimizer state is not re-sharded)"));
-    state.restore(checkpoint);
+    state.restore(load_state(f.load, ranks, zero));
     if (ranks.main()) std::printf("resumed from %s at step %lld\n", f.load.c_str(), static_cast<long long>(state.step));
   }
   const std::uint64_t data_seed = std::stoull(state.metadata.at("data_seed"));
   TokenBatches train_data(std::make_shared<llmc::TokenFile>(f.input_bin), T, f.shuffle != 0, data_seed);
   auto save = [&] {
-    if (zero || ranks.main()) io::save_checkpoint(state_dir(f.save), state);
+    if (zero || ranks.main_replica()) io::save_checkpoint(state_dir(f.save, ranks, zero), state);
+    if (!ranks.main_replica()) return;
+    lm.export_llmc(std::filesystem::path(f.save) / lm.llmc_name, ranks.main());
     if (!ranks.main()) return;
-    lm.export_llmc(std::filesystem::path(f.save) / lm.llmc_name);
     std::printf("saved step %lld to %s\n", static_cast<long long>(state.step), f.save.c_str());
   };
 
@@ -257,7 +313,8 @@ int run_training(const LanguageModel& lm, const TrainFlags& f, const Ranks& rank
       // Gradients of all but the last micro-step accumulate locally; the last one's backward
       // averages everything over the ranks.
       const auto no_sync = ddp && k + 1 < micro_steps ? ddp->no_sync() : parallel::DistributedDataParallel::NoSync();
-      const data::Example batch = train_data.sequences(step * sequences_per_step + (k * dp + ranks.rank) * B, B);
+      const data::Example batch =
+          train_data.sequences(step * sequences_per_step + (k * dp + ranks.groups.coord.dp) * B, B);
       const auto t0 = Clock::now();
       const Tensor loss = lm.loss(lm.logits(batch.data), batch.target);
       const auto t1 = Clock::now();
@@ -267,8 +324,11 @@ int run_training(const LanguageModel& lm, const TrainFlags& f, const Ranks& rank
       loss_sum += loss.item<double>();
     }
     const auto t_update = Clock::now();
+    if (tp) tp->reduce_sequence_parallel_grads();
     // Clipping's scale is folded into AdamW's update (no pass over the grads of its own).
-    const double norm = zero ? ddp->reducer().sharded_grad_norm() : optim::total_grad_norm(params);
+    const double norm = zero ? ddp->reducer().sharded_grad_norm()
+                        : tp ? tp->grad_norm(params)
+                             : optim::total_grad_norm(params);
     const double lr = schedule->get_last_lr()[0];
     optimizer->scaled_step(f.grad_clip > 0 ? optim::clip_coefficient(norm, f.grad_clip) : 1.0);
     if (zero) ddp->reducer().all_gather_parameters().wait();  // every rank's updated blocks
@@ -296,19 +356,20 @@ int run_training(const LanguageModel& lm, const TrainFlags& f, const Ranks& rank
                         forward_ms, backward_ms, optimizer_ms));
     state.step = step + 1;
     const bool last = state.step == f.num_iteration;
-    if (ranks.main() && val_data && f.val_loss_every > 0 && (state.step % f.val_loss_every == 0 || last)) {
+    if (ranks.main_replica() && val_data && f.val_loss_every > 0 && (state.step % f.val_loss_every == 0 || last)) {
       model.eval();
       const double val_loss = validation_loss(lm, *val_data, f);
-      std::printf("step %lld | val loss %.4f\n", static_cast<long long>(step), val_loss);
+      if (ranks.main()) std::printf("step %lld | val loss %.4f\n", static_cast<long long>(step), val_loss);
       metrics.line(format("{\"step\": %lld, \"val_loss\": %.7f}", static_cast<long long>(step), val_loss));
     }
-    if (ranks.main() && f.sample_every > 0 && (state.step % f.sample_every == 0 || last)) {
+    // Every rank of the main replica samples the same tokens from the same whole logits.
+    if (ranks.main_replica() && f.sample_every > 0 && (state.step % f.sample_every == 0 || last)) {
       model.eval();
       const std::int64_t eot = tokenizer && tokenizer->eot_token ? *tokenizer->eot_token : lm.vocab_size - 1;
       std::vector<std::int64_t> tokens = {eot};
       generate(tokens, f.text_length, lm.logits_cached, lm.vocab_size, lm.max_seq_len, f.top_k, f.temperature,
                sample_rng);
-      std::printf("---\n%s\n---\n", decode(tokenizer, {tokens.begin() + 1, tokens.end()}).c_str());
+      if (ranks.main()) std::printf("---\n%s\n---\n", decode(tokenizer, {tokens.begin() + 1, tokens.end()}).c_str());
     }
     if (!f.save.empty() && ((f.save_interval > 0 && state.step % f.save_interval == 0) || last)) save();
   }
@@ -326,11 +387,11 @@ int run_training(const LanguageModel& lm, const TrainFlags& f, const Ranks& rank
 
 }  // namespace
 
-int train(const LanguageModel& lm, const TrainFlags& f) {
-  const Ranks ranks = join_world();
-  if (!ranks.world) return run_training(lm, f, ranks);
+int train(const ModelFactory& make, const TrainFlags& f) {
+  const Ranks ranks = join_world(f);
+  if (!ranks.world) return run_training(make, f, ranks);
   try {
-    return run_training(lm, f, ranks);
+    return run_training(make, f, ranks);
   } catch (const std::exception& e) {  // the other ranks may wait in a collective: end the job
     std::fprintf(stderr, "rank %d: %s\n", ranks.rank, e.what());
     parallel::abort_job(1);

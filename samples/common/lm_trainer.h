@@ -33,6 +33,8 @@ struct TrainFlags {
   std::int64_t save_interval = 0;
   int threads = 0;
   int zero_stage = 0;  // 1: ZeRO-1 under mpirun (optimizer state sharded over the data-parallel ranks)
+  int tensor_parallel = 1;    // ranks each layer is split over (mpirun); dp = world / tensor_parallel
+  int sequence_parallel = 0;  // 1: activations between the tensor-parallel regions split along the sequence
 };
 
 void add_train_flags(CLI::App& app, TrainFlags& flags);
@@ -47,14 +49,19 @@ struct LanguageModel {
   // (B, t) after the cache's positions -> (B, t, Vp), through the KV cache (text generation).
   std::function<infini::Tensor(const infini::Tensor& idx, infini::nn::KVCache& cache)> logits_cached;
   std::function<infini::Tensor(const infini::Tensor& logits, const infini::Tensor& targets)> loss;
-  std::function<void(const std::filesystem::path&)> export_llmc;  // writes an llm.c checkpoint
+  // Gathers the whole model (every rank of a tensor-parallel group calls it) and, with
+  // `write`, writes it as an llm.c checkpoint.
+  std::function<void(const std::filesystem::path&, bool write)> export_llmc;
   std::string llmc_name;  // its file name inside --save
 };
+
+// Makes the model: with the single-process layers when tp is null, else split by tp.
+using ModelFactory = std::function<LanguageModel(std::shared_ptr<infini::nn::TensorParallelLayers> tp)>;
 
 // The loop's view of a model holder with config, forward, forward_cached and loss
 // (nn::GPT2, nn::LLaMA3); export_llmc writes it as llmc_name inside --save.
 template <class Holder>
-LanguageModel language_model(Holder model, std::function<void(const std::filesystem::path&)> export_llmc,
+LanguageModel language_model(Holder model, std::function<void(const std::filesystem::path&, bool)> export_llmc,
                              std::string llmc_name) {
   return {.module = model.ptr(),
           .vocab_size = model->config.vocab_size,
@@ -70,7 +77,21 @@ LanguageModel language_model(Holder model, std::function<void(const std::filesys
           .llmc_name = std::move(llmc_name)};
 }
 
-// Runs the training; returns the process exit code.
-int train(const LanguageModel& model, const TrainFlags& flags);
+// `whole` built again with the layers of tp (drawing nothing from the default generator) and
+// loaded with this rank's shards of whole's weights: a split run starts from the
+// single-process weights.
+template <class Holder>
+Holder split_model(const Holder& whole, std::shared_ptr<infini::nn::TensorParallelLayers> tp) {
+  infini::Generator& rng = infini::default_generator();
+  const auto state = rng.state();
+  Holder model(whole->config, std::move(tp));
+  rng.set_state(state);
+  model->load_llmc_tensors(whole->llmc_tensors());
+  return model;
+}
+
+// Runs the training with the model `make` returns (under mpirun, split as --tensor_parallel
+// says); returns the process exit code.
+int train(const ModelFactory& make, const TrainFlags& flags);
 
 }  // namespace samples

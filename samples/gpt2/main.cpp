@@ -74,11 +74,16 @@ int main(int argc, char** argv) {
 
   try {
     samples::prepare_run(f);
-    nn::GPT2 model = make_model(m);
-    const auto export_llmc = [model](const std::filesystem::path& path) {
-      llmc::write_gpt2_checkpoint(path, to_llmc(model));
+    const auto make = [&m](std::shared_ptr<nn::TensorParallelLayers> tp) {
+      const nn::GPT2 whole = make_model(m);
+      const nn::GPT2 model = tp ? samples::split_model(whole, tp) : whole;
+      const auto export_llmc = [model](const std::filesystem::path& path, bool write) {
+        const llmc::GPT2Checkpoint checkpoint = to_llmc(model);
+        if (write) llmc::write_gpt2_checkpoint(path, checkpoint);
+      };
+      return samples::language_model(model, export_llmc, "gpt2.bin");
     };
-    return samples::train(samples::language_model(model, export_llmc, "gpt2.bin"), f);
+    return samples::train(make, f);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "gpt2: %s\n", e.what());
     return 1;

@@ -68,11 +68,16 @@ int main(int argc, char** argv) {
 
   try {
     samples::prepare_run(f);
-    nn::LLaMA3 model = make_model(m);
-    const auto export_llmc = [model](const std::filesystem::path& path) {
-      llmc::write_llama3_checkpoint(path, {.config = model->config.to_llmc(), .tensors = model->llmc_tensors()});
+    const auto make = [&m](std::shared_ptr<nn::TensorParallelLayers> tp) {
+      const nn::LLaMA3 whole = make_model(m);
+      const nn::LLaMA3 model = tp ? samples::split_model(whole, tp) : whole;
+      const auto export_llmc = [model](const std::filesystem::path& path, bool write) {
+        const llmc::LLaMA3Checkpoint checkpoint{.config = model->config.to_llmc(), .tensors = model->llmc_tensors()};
+        if (write) llmc::write_llama3_checkpoint(path, checkpoint);
+      };
+      return samples::language_model(model, export_llmc, "llama3.bin");
     };
-    return samples::train(samples::language_model(model, export_llmc, "llama3.bin"), f);
+    return samples::train(make, f);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "llama3: %s\n", e.what());
     return 1;

@@ -4,8 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 import infini.parallel;
@@ -30,6 +32,24 @@ inline void expect_values(const Tensor& t, const std::function<double(std::int64
   const double* data = flat.data_ptr<double>();
   for (std::int64_t i = 0; i < flat.numel(); ++i)
     ASSERT_EQ(data[i], expected(i)) << what << ", element " << i << ", dtype " << t.dtype();
+}
+
+// Deterministic float64 values that differ per (seed, element).
+inline Tensor pattern(const Shape& shape, double seed) {
+  std::int64_t n = 1;
+  for (std::int64_t d : shape) n *= d;
+  std::vector<double> v(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = std::sin(seed * 1.7 + static_cast<double>(i) * 0.37);
+  return from_vector(v, shape);
+}
+
+// Asserts |actual - expected| <= tolerance element by element (any floating dtypes, same shape).
+inline void expect_near(const Tensor& actual, const Tensor& expected, double tolerance, const std::string& what) {
+  ASSERT_TRUE(actual.defined()) << what << ": undefined";
+  ASSERT_EQ(actual.shape(), expected.shape()) << what;
+  const Tensor a = actual.to(kFloat64).contiguous(), e = expected.to(kFloat64).contiguous();
+  for (std::int64_t i = 0; i < a.numel(); ++i)
+    ASSERT_NEAR(a.data_ptr<double>()[i], e.data_ptr<double>()[i], tolerance) << what << ", element " << i;
 }
 
 }  // namespace infini::parallel::test

@@ -18,15 +18,6 @@ import infini.parallel;
 namespace infini::parallel::test {
 namespace {
 
-// Deterministic float64 values that differ per (seed, element).
-Tensor pattern(const Shape& shape, double seed) {
-  std::int64_t n = 1;
-  for (std::int64_t d : shape) n *= d;
-  std::vector<double> v(static_cast<std::size_t>(n));
-  for (std::int64_t i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = std::sin(seed * 1.7 + static_cast<double>(i) * 0.37);
-  return from_vector(v, shape);
-}
-
 // A toy model whose registration order differs from the order backward reaches it:
 // `late` is registered first but used last, `shared` is used twice, `spare` only on request.
 //   x (N, 5) -> h = tanh(x early^T + shared) (N, 4) -> y = (h * shared) late^T (N, 3) [+ spare]
@@ -69,11 +60,7 @@ std::vector<Tensor> reference_grads(int n, int steps, bool use_spare) {
 }
 
 void expect_close(const Tensor& actual, const Tensor& expected, const std::string& what) {
-  ASSERT_TRUE(actual.defined()) << what << ": no gradient";
-  ASSERT_EQ(actual.shape(), expected.shape()) << what;
-  const Tensor a = actual.contiguous(), e = expected.contiguous();
-  for (std::int64_t i = 0; i < a.numel(); ++i)
-    ASSERT_NEAR(a.data_ptr<double>()[i], e.data_ptr<double>()[i], 1e-12) << what << ", element " << i;
+  expect_near(actual, expected, 1e-12, what);
 }
 
 TEST(Buckets, ReverseOrderCapsAndDtypes) {

@@ -1,5 +1,6 @@
 // GPT-2's layers, initialisation and llm.c tensor layout (see gpt2.cppm).
 module;
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdint>
@@ -39,16 +40,21 @@ void GPT2Config::validate() const {
     throw Error("GPT2Config", concat("channels ", channels, " is not a multiple of num_heads ", num_heads));
 }
 
-CausalSelfAttentionImpl::CausalSelfAttentionImpl(std::int64_t channels, std::int64_t num_heads)
-    : Cloneable("CausalSelfAttention"), channels(channels), num_heads(num_heads) {
+CausalSelfAttentionImpl::CausalSelfAttentionImpl(std::int64_t channels, std::int64_t num_heads,
+                                                 std::shared_ptr<TensorParallelLayers> tp)
+    : Cloneable("CausalSelfAttention"), channels(channels), num_heads(num_heads), tp(or_single_process(std::move(tp))) {
   if (channels < 1 || num_heads < 1 || channels % num_heads != 0)
     throw ShapeError(type_name(), concat("channels ", channels, " must be a positive multiple of num_heads ", num_heads));
+  if (num_heads % this->tp->size() != 0)
+    throw ShapeError(type_name(), concat("num_heads ", num_heads, " does not split over ", this->tp->size(),
+                                         " tensor-parallel ranks"));
   reset();
 }
 
 void CausalSelfAttentionImpl::reset() {
-  c_attn = register_module("c_attn", std::make_shared<LinearImpl>(channels, 3 * channels));
-  c_proj = register_module("c_proj", std::make_shared<LinearImpl>(channels, channels));
+  const std::int64_t C = channels;
+  c_attn = register_module("c_attn", tp->column_linear(C, 3 * C, /*bias=*/true, {C, C, C}));
+  c_proj = register_module("c_proj", tp->row_linear(C, C, /*bias=*/true));
 }
 
 Tensor CausalSelfAttentionImpl::forward(const Tensor& x) {
@@ -59,40 +65,45 @@ Tensor CausalSelfAttentionImpl::forward(const Tensor& x) {
 Tensor CausalSelfAttentionImpl::forward_cached(const Tensor& x, Tensor& keys, Tensor& values) {
   if (x.dim() != 3 || x.size(2) != channels)
     throw ShapeError(type_name(), concat("expected x (B, T, ", channels, "), got ", x.shape()));
-  const std::int64_t B = x.size(0), T = x.size(1), head = channels / num_heads;
-  const Tensor qkv = (*c_attn)(x);  // (B, T, 3C)
-  // (B, T, C) slices -> (B, NH, T, hs)
+  // This rank's nh = NH / tp heads of Cl = nh hs channels (all of them on one process).
+  const std::int64_t head = channels / num_heads, nh = num_heads / tp->size(), Cl = nh * head;
+  const Tensor qkv = (*c_attn)(x);  // (B, T, 3 Cl); x's T is the whole sequence under SP too
+  const std::int64_t B = qkv.size(0), T = qkv.size(1);
+  // (B, T, Cl) slices -> (B, nh, T, hs)
   auto heads = [&](std::int64_t i) {
-    return qkv.slice(2, i * channels, (i + 1) * channels).view({B, T, num_heads, head}).transpose(1, 2);
+    return qkv.slice(2, i * Cl, (i + 1) * Cl).view({B, T, nh, head}).transpose(1, 2);
   };
-  const Tensor y = cached_causal_attention(heads(0), heads(1), heads(2), keys, values);  // (B, NH, T, hs)
-  return (*c_proj)(y.transpose(1, 2).reshape({B, T, channels}));  // (B, NH, T, hs) -> (B, T, C)
+  const Tensor y = cached_causal_attention(heads(0), heads(1), heads(2), keys, values);  // (B, nh, T, hs)
+  return (*c_proj)(y.transpose(1, 2).reshape({B, T, Cl}));  // (B, nh, T, hs) -> (B, T, Cl) -> (B, T, C)
 }
 
-GPT2MLPImpl::GPT2MLPImpl(std::int64_t channels) : Cloneable("GPT2MLP"), channels(channels) {
+GPT2MLPImpl::GPT2MLPImpl(std::int64_t channels, std::shared_ptr<TensorParallelLayers> tp)
+    : Cloneable("GPT2MLP"), channels(channels), tp(or_single_process(std::move(tp))) {
   if (channels < 1) throw ShapeError(type_name(), concat("channels must be >= 1, got ", channels));
   reset();
 }
 
 void GPT2MLPImpl::reset() {
-  c_fc = register_module("c_fc", std::make_shared<LinearImpl>(channels, 4 * channels));
-  c_proj = register_module("c_proj", std::make_shared<LinearImpl>(4 * channels, channels));
+  c_fc = register_module("c_fc", tp->column_linear(channels, 4 * channels, /*bias=*/true));
+  c_proj = register_module("c_proj", tp->row_linear(4 * channels, channels, /*bias=*/true));
 }
 
 Tensor GPT2MLPImpl::forward(const Tensor& x) {
   return (*c_proj)(gelu((*c_fc)(x), GeluApproximation::Tanh));
 }
 
-GPT2BlockImpl::GPT2BlockImpl(std::int64_t channels, std::int64_t num_heads)
-    : Cloneable("GPT2Block"), channels(channels), num_heads(num_heads) {
+GPT2BlockImpl::GPT2BlockImpl(std::int64_t channels, std::int64_t num_heads, std::shared_ptr<TensorParallelLayers> tp)
+    : Cloneable("GPT2Block"), channels(channels), num_heads(num_heads), tp(or_single_process(std::move(tp))) {
   reset();
 }
 
 void GPT2BlockImpl::reset() {
   ln_1 = register_module("ln_1", std::make_shared<LayerNormImpl>(channels));
-  attn = register_module("attn", std::make_shared<CausalSelfAttentionImpl>(channels, num_heads));
+  attn = register_module("attn", std::make_shared<CausalSelfAttentionImpl>(channels, num_heads, tp));
   ln_2 = register_module("ln_2", std::make_shared<LayerNormImpl>(channels));
-  mlp = register_module("mlp", std::make_shared<GPT2MLPImpl>(channels));
+  mlp = register_module("mlp", std::make_shared<GPT2MLPImpl>(channels, tp));
+  tp->sequence_parallel_layer(*ln_1);
+  tp->sequence_parallel_layer(*ln_2);
 }
 
 Tensor GPT2BlockImpl::forward(const Tensor& x) {
@@ -105,23 +116,29 @@ Tensor GPT2BlockImpl::forward_cached(const Tensor& x, Tensor& keys, Tensor& valu
   return add(x1, (*mlp)((*ln_2)(x1)));
 }
 
-GPT2Impl::GPT2Impl(GPT2Config config) : Cloneable("GPT2"), config(config) {
+GPT2Impl::GPT2Impl(GPT2Config config, std::shared_ptr<TensorParallelLayers> tp)
+    : Cloneable("GPT2"), config(config), tp(or_single_process(std::move(tp))) {
   config.validate();
+  const int ranks = this->tp->size();
+  if (config.num_heads % ranks != 0 || config.padded_vocab_size % ranks != 0)
+    throw Error("GPT2", concat("num_heads ", config.num_heads, " and padded_vocab_size ", config.padded_vocab_size,
+                               " must be multiples of the tensor-parallel size ", ranks));
   reset();
 }
 
 void GPT2Impl::reset() {
   const std::int64_t C = config.channels;
-  wte = register_module("wte", std::make_shared<EmbeddingImpl>(config.padded_vocab_size, C));
+  wte = register_module("wte", tp->vocab_embedding(config.padded_vocab_size, C));
   wpe = register_module("wpe", std::make_shared<EmbeddingImpl>(config.max_seq_len, C));
   h.clear();
   auto blocks = std::make_shared<ModuleListImpl>();
   for (std::int64_t l = 0; l < config.num_layers; ++l) {
-    h.push_back(std::make_shared<GPT2BlockImpl>(C, config.num_heads));
+    h.push_back(std::make_shared<GPT2BlockImpl>(C, config.num_heads, tp));
     blocks->push_back(h.back());
   }
   register_module("h", blocks);
   ln_f = register_module("ln_f", std::make_shared<LayerNormImpl>(C));
+  tp->sequence_parallel_layer(*ln_f);
   reset_parameters();
 }
 
@@ -129,7 +146,9 @@ void GPT2Impl::reset_parameters(Generator* generator) {
   NoGradGuard no_grad;
   const double residual_std = 0.02 / std::sqrt(2.0 * static_cast<double>(config.num_layers));
   init::normal_(wte->weight, 0.0, 0.02, generator);
-  wte->weight.slice(0, config.vocab_size).zero_();
+  // The padded rows (>= V) are zero: those of this rank's block [tp rank * rows, ..).
+  const std::int64_t rows = wte->weight.size(0), first = tp->rank() * rows;
+  wte->weight.slice(0, std::clamp(config.vocab_size - first, std::int64_t{0}, rows)).zero_();
   init::normal_(wpe->weight, 0.0, 0.02, generator);
   auto init_linear = [&](LinearImpl& linear, double std) {
     init::normal_(linear.weight, 0.0, std, generator);
@@ -166,28 +185,22 @@ Tensor GPT2Impl::forward_from(const Tensor& idx, std::int64_t past, KVCache* cac
                                          past > 0 ? concat(" (", past, " cached + ", T, " new)") : std::string(),
                                          " exceeds max_seq_len ", config.max_seq_len));
   const Tensor positions = arange(past, past + T, 1, TensorOptions{.dtype = kInt64, .device = idx.device()});
-  Tensor x = add((*wte)(idx), (*wpe)(positions));  // (B, T, C) + (T, C)
+  // Generation runs every position on every rank: no sequence parallelism while cached.
+  const SequenceParallelPause pause(*tp, cache != nullptr);
+  Tensor x = tp->scatter_sequence(add((*wte)(idx), (*wpe)(positions)));  // (B, T, C) + (T, C) -> (B, t, C)
   for (std::size_t l = 0; l < h.size(); ++l)
     x = cache ? h[l]->forward_cached(x, cache->keys[l], cache->values[l]) : (*h[l])(x);
-  return linear((*ln_f)(x), wte->weight);  // (B, T, Vp)
+  const Tensor logits = tp->vocab_logits((*ln_f)(x), wte->weight);  // (B, T, Vp / tp)
+  return cache ? tp->gather_vocab(logits) : logits;
 }
 
 Tensor GPT2Impl::loss(const Tensor& logits, const Tensor& targets) const {
-  const std::int64_t V = config.vocab_size;
-  if (logits.dim() != 3 || logits.size(2) != config.padded_vocab_size || targets.dim() != 2 ||
-      targets.size(0) != logits.size(0) || targets.size(1) != logits.size(1))
-    throw ShapeError("GPT2.loss", concat("expected logits (B, T, ", config.padded_vocab_size, ") and targets (B, T), got ",
-                                         logits.shape(), " and ", targets.shape()));
-  // The padded columns get -inf: they take no probability and no gradient, and the rows stay
-  // whole (a slice of them would cost a zero-filled copy of the logits' gradient).
-  const std::int64_t Vp = config.padded_vocab_size;
-  Tensor rows = logits;
-  if (Vp > V) {
-    Tensor padding = zeros({Vp}, {.dtype = logits.dtype(), .device = logits.device()});
-    padding.slice(0, V).fill_(-std::numeric_limits<double>::infinity());
-    rows = add(logits, padding);
-  }
-  return cross_entropy(rows.reshape({-1, Vp}), targets.reshape({-1}));
+  const std::int64_t Vl = config.padded_vocab_size / tp->size();
+  if (logits.dim() != 3 || logits.size(2) != Vl || targets.dim() != 2 || targets.size(0) != logits.size(0) ||
+      targets.size(1) != logits.size(1))
+    throw ShapeError("GPT2.loss", concat("expected logits (B, T, ", Vl, ") and targets (B, T), got ", logits.shape(),
+                                         " and ", targets.shape()));
+  return tp->vocab_cross_entropy(logits.reshape({-1, Vl}), targets.reshape({-1}), config.vocab_size);
 }
 
 namespace {
@@ -222,17 +235,18 @@ LlmcLayout llmc_layout(const GPT2Impl& model) {
 }  // namespace
 
 std::vector<std::pair<std::string, Tensor>> GPT2Impl::llmc_tensors(bool gradients) const {
-  return gather_llmc_tensors("GPT2.llmc_tensors", llmc_layout(*this), gradients);
+  return gather_llmc_tensors("GPT2.llmc_tensors", llmc_layout(*this), *tp, gradients);
 }
 
 void GPT2Impl::load_llmc_tensors(const std::vector<std::pair<std::string, Tensor>>& tensors) {
-  scatter_llmc_tensors("GPT2.load_llmc_tensors", llmc_layout(*this), tensors);
+  scatter_llmc_tensors("GPT2.load_llmc_tensors", llmc_layout(*this), *tp, tensors);
 }
 
 std::string GPT2Impl::extra_repr() const {
   return concat("max_seq_len=", config.max_seq_len, ", vocab_size=", config.vocab_size,
                 ", padded_vocab_size=", config.padded_vocab_size, ", num_layers=", config.num_layers,
-                ", num_heads=", config.num_heads, ", channels=", config.channels);
+                ", num_heads=", config.num_heads, ", channels=", config.channels,
+                tp->size() > 1 ? concat(", tensor_parallel=", tp->size()) : std::string());
 }
 
 }  // namespace infini::nn

@@ -3,6 +3,10 @@
 // LayerNorm and an LM head tied to the token embedding. The vocabulary is padded to a
 // multiple of 128 rows (Vp) for speed; the padded rows stay zero and the loss ignores them.
 // Parameter names are nanoGPT's / Hugging Face's ("h.0.attn.c_attn.weight", ...).
+// Built with tensor-parallel layers (see tensor_parallel.cppm) the attention heads, the MLP's
+// hidden features and the vocabulary are split over the ranks: c_attn and c_fc are column
+// parallel (c_attn by heads: a rank holds the same heads of Q, K and V), the c_proj layers row
+// parallel, wte vocab parallel, and forward's logits are this rank's vocabulary columns.
 //
 //   nn::GPT2 model(nn::GPT2Config::from_name("d12"));
 //   Tensor logits = model(idx);                  // idx (B, T) int64 -> (B, T, Vp)
@@ -24,6 +28,7 @@ import :linear;
 import :embedding;
 import :normalization;
 import :kv_cache;
+import :tensor_parallel;
 
 export namespace infini::nn {
 
@@ -43,10 +48,12 @@ struct GPT2Config {
   bool operator==(const GPT2Config&) const = default;
 };
 
-// x (B, T, C) -> (B, T, C): multi-head causal self-attention, heads of C / NH channels.
+// x (B, T, C) -> (B, T, C): multi-head causal self-attention, heads of C / NH channels
+// (NH / tp of them on each of tp tensor-parallel ranks).
 class CausalSelfAttentionImpl : public Cloneable<CausalSelfAttentionImpl> {
  public:
-  CausalSelfAttentionImpl(std::int64_t channels, std::int64_t num_heads);
+  CausalSelfAttentionImpl(std::int64_t channels, std::int64_t num_heads,
+                          std::shared_ptr<TensorParallelLayers> tp = nullptr);
   void reset() override;
   Tensor forward(const Tensor& x) override;
   // x (B, T, C) of the positions after the `past` ones whose keys / values (B, NH, past, hs)
@@ -55,34 +62,37 @@ class CausalSelfAttentionImpl : public Cloneable<CausalSelfAttentionImpl> {
   Tensor forward_cached(const Tensor& x, Tensor& keys, Tensor& values);
 
   std::int64_t channels, num_heads;
-  std::shared_ptr<LinearImpl> c_attn;  // C -> 3C: q, k, v side by side
-  std::shared_ptr<LinearImpl> c_proj;  // C -> C
+  std::shared_ptr<TensorParallelLayers> tp;
+  std::shared_ptr<LinearImpl> c_attn;  // C -> 3C: q, k, v side by side (column parallel by heads)
+  std::shared_ptr<LinearImpl> c_proj;  // C -> C (row parallel)
 };
 using CausalSelfAttention = ModuleHolder<CausalSelfAttentionImpl>;
 
 // x (B, T, C) -> (B, T, C): c_proj(gelu_tanh(c_fc(x))), hidden 4C.
 class GPT2MLPImpl : public Cloneable<GPT2MLPImpl> {
  public:
-  explicit GPT2MLPImpl(std::int64_t channels);
+  explicit GPT2MLPImpl(std::int64_t channels, std::shared_ptr<TensorParallelLayers> tp = nullptr);
   void reset() override;
   Tensor forward(const Tensor& x) override;
 
   std::int64_t channels;
-  std::shared_ptr<LinearImpl> c_fc;    // C -> 4C
-  std::shared_ptr<LinearImpl> c_proj;  // 4C -> C
+  std::shared_ptr<TensorParallelLayers> tp;
+  std::shared_ptr<LinearImpl> c_fc;    // C -> 4C (column parallel)
+  std::shared_ptr<LinearImpl> c_proj;  // 4C -> C (row parallel)
 };
 using GPT2MLP = ModuleHolder<GPT2MLPImpl>;
 
 // x + attn(ln_1(x)), then x + mlp(ln_2(x)).
 class GPT2BlockImpl : public Cloneable<GPT2BlockImpl> {
  public:
-  GPT2BlockImpl(std::int64_t channels, std::int64_t num_heads);
+  GPT2BlockImpl(std::int64_t channels, std::int64_t num_heads, std::shared_ptr<TensorParallelLayers> tp = nullptr);
   void reset() override;
   Tensor forward(const Tensor& x) override;
   // forward, its attention through attn->forward_cached(.., keys, values).
   Tensor forward_cached(const Tensor& x, Tensor& keys, Tensor& values);
 
   std::int64_t channels, num_heads;
+  std::shared_ptr<TensorParallelLayers> tp;
   std::shared_ptr<LayerNormImpl> ln_1;
   std::shared_ptr<CausalSelfAttentionImpl> attn;
   std::shared_ptr<LayerNormImpl> ln_2;
@@ -92,23 +102,25 @@ using GPT2Block = ModuleHolder<GPT2BlockImpl>;
 
 class GPT2Impl : public Cloneable<GPT2Impl> {
  public:
-  explicit GPT2Impl(GPT2Config config);
+  // tp: the layers to build with (null: one process). Error unless NH and Vp divide by tp's size.
+  explicit GPT2Impl(GPT2Config config, std::shared_ptr<TensorParallelLayers> tp = nullptr);
   void reset() override;
   // llm.c's initialisation: weights of linear layers and embeddings ~ N(0, 0.02), the two
   // residual projections (attn.c_proj, mlp.c_proj) ~ N(0, 0.02 / sqrt(2 L)), biases 0,
   // LayerNorms 1 and 0; wte's padded rows 0. Draws from `generator` (default: the global one).
   void reset_parameters(Generator* generator = nullptr);
 
-  // idx (B, T) int64 token ids < V, T <= maxT -> logits (B, T, Vp).
+  // idx (B, T) int64 token ids < V, T <= maxT -> logits (B, T, Vp / tp): this rank's columns.
   Tensor forward(const Tensor& idx) override;
   // The logits (B, T, Vp) of the T positions idx (B, T) that follow the past = cache.length()
   // positions the cache holds (positions past .. past + T - 1), which it then holds too: the
   // last T positions of forward() on the whole sequence, computing only the new ones. An
   // empty cache is sized to the L layers. ShapeError if past + T > maxT, Error if the cache
-  // holds another number of layers. Gradients flow as through forward().
+  // holds another number of layers. Gradients flow as through forward(). Every column of the
+  // logits on every tensor-parallel rank, and no sequence parallelism (generation).
   Tensor forward_cached(const Tensor& idx, KVCache& cache);
-  // Mean cross-entropy of logits (B, T, Vp) against targets (B, T) over the first V
-  // columns only (the padded ones are excluded from the softmax).
+  // Mean cross-entropy of logits (B, T, Vp / tp) from forward against targets (B, T) over the
+  // first V columns only (the padded ones are excluded from the softmax).
   Tensor loss(const Tensor& logits, const Tensor& targets) const;
 
   // The parameters in llm.c's checkpoint order, names and shapes (per-layer tensors stacked
@@ -116,13 +128,15 @@ class GPT2Impl : public Cloneable<GPT2Impl> {
   // attprojw (L,C,C), attprojb (L,C), ln2w, ln2b, fcw (L,4C,C), fcb (L,4C), fcprojw (L,C,4C),
   // fcprojb (L,C), lnfw (C), lnfb (C). New float32 CPU tensors. With `gradients`, the
   // parameters' grads in the same layout instead (Error naming a parameter without one).
+  // Whole tensors under tensor parallelism too (a collective over its ranks).
   std::vector<std::pair<std::string, Tensor>> llmc_tensors(bool gradients = false) const;
   // Copies tensors of exactly that list (names, order and shapes: ShapeError / Error
-  // naming the tensor otherwise) into the parameters.
+  // naming the tensor otherwise) into the parameters: this rank's shards of them.
   void load_llmc_tensors(const std::vector<std::pair<std::string, Tensor>>& tensors);
 
   const GPT2Config config;
-  std::shared_ptr<EmbeddingImpl> wte;  // (Vp, C), also the LM head
+  std::shared_ptr<TensorParallelLayers> tp;
+  std::shared_ptr<EmbeddingImpl> wte;  // (Vp, C), also the LM head (vocab parallel: (Vp / tp, C))
   std::shared_ptr<EmbeddingImpl> wpe;  // (maxT, C)
   std::vector<std::shared_ptr<GPT2BlockImpl>> h;  // children "h.0" ... "h.<L-1>" (a ModuleList "h")
   std::shared_ptr<LayerNormImpl> ln_f;

@@ -147,25 +147,30 @@ std::pair<Tensor, Tensor> LLaMA3RopeTable::get(std::int64_t start, std::int64_t 
 }
 
 LLaMA3AttentionImpl::LLaMA3AttentionImpl(std::int64_t channels, std::int64_t num_heads, std::int64_t num_kv_heads,
-                                         std::shared_ptr<const LLaMA3RopeTable> rope_table)
+                                         std::shared_ptr<const LLaMA3RopeTable> rope_table,
+                                         std::shared_ptr<TensorParallelLayers> tp)
     : Cloneable("LLaMA3Attention"),
       channels(channels),
       num_heads(num_heads),
       num_kv_heads(num_kv_heads),
-      rope_table(std::move(rope_table)) {
+      rope_table(std::move(rope_table)),
+      tp(or_single_process(std::move(tp))) {
   if (channels < 1 || num_heads < 1 || num_kv_heads < 1 || channels % num_heads != 0 || num_heads % num_kv_heads != 0)
     throw ShapeError(type_name(), concat("channels ", channels, " must be a positive multiple of num_heads ", num_heads,
                                          ", and num_heads a multiple of num_kv_heads ", num_kv_heads));
   if (!this->rope_table || this->rope_table->head_dim != channels / num_heads)
     throw ShapeError(type_name(), concat("expected a RoPE table of head dim ", channels / num_heads));
+  if (num_kv_heads % this->tp->size() != 0)
+    throw ShapeError(type_name(), concat("num_kv_heads ", num_kv_heads, " does not split over ", this->tp->size(),
+                                         " tensor-parallel ranks (each query head stays with its key/value head)"));
   reset();
 }
 
 void LLaMA3AttentionImpl::reset() {
   const std::int64_t head = channels / num_heads;
-  c_attn = register_module("c_attn", std::make_shared<LinearImpl>(channels, (num_heads + 2 * num_kv_heads) * head,
-                                                                  /*bias=*/false));
-  c_proj = register_module("c_proj", std::make_shared<LinearImpl>(channels, channels, /*bias=*/false));
+  const std::int64_t q = num_heads * head, kv = num_kv_heads * head;
+  c_attn = register_module("c_attn", tp->column_linear(channels, q + 2 * kv, /*bias=*/false, {q, kv, kv}));
+  c_proj = register_module("c_proj", tp->row_linear(channels, channels, /*bias=*/false));
 }
 
 Tensor LLaMA3AttentionImpl::forward(const Tensor& x) {
@@ -176,40 +181,43 @@ Tensor LLaMA3AttentionImpl::forward(const Tensor& x) {
 Tensor LLaMA3AttentionImpl::forward_cached(const Tensor& x, Tensor& keys, Tensor& values) {
   if (x.dim() != 3 || x.size(2) != channels)
     throw ShapeError(type_name(), concat("expected x (B, T, ", channels, "), got ", x.shape()));
-  const std::int64_t B = x.size(0), T = x.size(1), head = channels / num_heads;
-  const Tensor qkv = (*c_attn)(x);  // (B, T, (NH + 2 KV) hd)
+  // This rank's nh = NH / tp query heads and nkv = KV / tp key/value heads (all on one process).
+  const std::int64_t head = channels / num_heads, nh = num_heads / tp->size(), nkv = num_kv_heads / tp->size();
+  const Tensor qkv = (*c_attn)(x);  // (B, T, (nh + 2 nkv) hd); x's T is the whole sequence under SP too
+  const std::int64_t B = qkv.size(0), T = qkv.size(1);
   // `count` heads starting at head `first` of qkv -> (B, count, T, hd)
   auto heads = [&](std::int64_t first, std::int64_t count) {
     return qkv.slice(2, first * head, (first + count) * head).view({B, T, count, head}).transpose(1, 2);
   };
   const std::int64_t past = keys.defined() ? keys.size(2) : 0;
   const auto [cos, sin] = rope_table->get(past, T, x.dtype(), x.device());  // (T, hd/2) of positions past ..
-  const Tensor q = rope(heads(0, num_heads), cos, sin);
-  const Tensor k = rope(heads(num_heads, num_kv_heads), cos, sin);
-  const Tensor v = heads(num_heads + num_kv_heads, num_kv_heads);
-  const Tensor y = cached_causal_attention(q, k, v, keys, values);  // (B, NH, T, hd)
-  return (*c_proj)(y.transpose(1, 2).reshape({B, T, channels}));
+  const Tensor q = rope(heads(0, nh), cos, sin);
+  const Tensor k = rope(heads(nh, nkv), cos, sin);
+  const Tensor v = heads(nh + nkv, nkv);
+  const Tensor y = cached_causal_attention(q, k, v, keys, values);  // (B, nh, T, hd)
+  return (*c_proj)(y.transpose(1, 2).reshape({B, T, nh * head}));
 }
 
-LLaMA3MLPImpl::LLaMA3MLPImpl(std::int64_t channels, std::int64_t hidden)
-    : Cloneable("LLaMA3MLP"), channels(channels), hidden(hidden) {
+LLaMA3MLPImpl::LLaMA3MLPImpl(std::int64_t channels, std::int64_t hidden, std::shared_ptr<TensorParallelLayers> tp)
+    : Cloneable("LLaMA3MLP"), channels(channels), hidden(hidden), tp(or_single_process(std::move(tp))) {
   if (channels < 1 || hidden < 1)
     throw ShapeError(type_name(), concat("channels ", channels, " and hidden ", hidden, " must be >= 1"));
   reset();
 }
 
 void LLaMA3MLPImpl::reset() {
-  c_fc = register_module("c_fc", std::make_shared<LinearImpl>(channels, hidden, /*bias=*/false));
-  c_fc2 = register_module("c_fc2", std::make_shared<LinearImpl>(channels, hidden, /*bias=*/false));
-  c_proj = register_module("c_proj", std::make_shared<LinearImpl>(hidden, channels, /*bias=*/false));
+  c_fc = register_module("c_fc", tp->column_linear(channels, hidden, /*bias=*/false));
+  c_fc2 = register_module("c_fc2", tp->column_linear(channels, hidden, /*bias=*/false));
+  c_proj = register_module("c_proj", tp->row_linear(hidden, channels, /*bias=*/false));
 }
 
 Tensor LLaMA3MLPImpl::forward(const Tensor& x) {
   return (*c_proj)(silu_and_mul((*c_fc2)(x), (*c_fc)(x)));
 }
 
-LLaMA3BlockImpl::LLaMA3BlockImpl(const LLaMA3Config& config, std::shared_ptr<const LLaMA3RopeTable> rope_table)
-    : Cloneable("LLaMA3Block"), config(config), rope_table(std::move(rope_table)) {
+LLaMA3BlockImpl::LLaMA3BlockImpl(const LLaMA3Config& config, std::shared_ptr<const LLaMA3RopeTable> rope_table,
+                                 std::shared_ptr<TensorParallelLayers> tp)
+    : Cloneable("LLaMA3Block"), config(config), rope_table(std::move(rope_table)), tp(or_single_process(std::move(tp))) {
   config.validate();
   reset();
 }
@@ -219,9 +227,11 @@ void LLaMA3BlockImpl::reset() {
   const RMSNormOptions norm{.eps = static_cast<double>(config.norm_eps)};
   ln_1 = register_module("ln_1", std::make_shared<RMSNormImpl>(C, norm));
   attn = register_module("attn", std::make_shared<LLaMA3AttentionImpl>(C, config.num_heads, config.num_kv_heads,
-                                                                       rope_table));
+                                                                       rope_table, tp));
   ln_2 = register_module("ln_2", std::make_shared<RMSNormImpl>(C, norm));
-  mlp = register_module("mlp", std::make_shared<LLaMA3MLPImpl>(C, config.ffn_hidden_dim()));
+  mlp = register_module("mlp", std::make_shared<LLaMA3MLPImpl>(C, config.ffn_hidden_dim(), tp));
+  tp->sequence_parallel_layer(*ln_1);
+  tp->sequence_parallel_layer(*ln_2);
 }
 
 Tensor LLaMA3BlockImpl::forward(const Tensor& x) {
@@ -234,8 +244,16 @@ Tensor LLaMA3BlockImpl::forward_cached(const Tensor& x, Tensor& keys, Tensor& va
   return add(x1, (*mlp)((*ln_2)(x1)));
 }
 
-LLaMA3Impl::LLaMA3Impl(LLaMA3Config config) : Cloneable("LLaMA3"), config(config) {
+LLaMA3Impl::LLaMA3Impl(LLaMA3Config config, std::shared_ptr<TensorParallelLayers> tp)
+    : Cloneable("LLaMA3"), config(config), tp(or_single_process(std::move(tp))) {
   config.validate();
+  const int ranks = this->tp->size();
+  if (config.num_heads % ranks != 0 || config.num_kv_heads % ranks != 0 || config.ffn_hidden_dim() % ranks != 0 ||
+      config.vocab_size % ranks != 0)
+    throw Error("LLaMA3", concat("num_heads ", config.num_heads, ", num_kv_heads ", config.num_kv_heads,
+                                 ", the MLP's hidden size ", config.ffn_hidden_dim(), " and vocab_size ",
+                                 config.vocab_size, " must be multiples of the tensor-parallel size ", ranks,
+                                 " (each query head stays with its key/value head)"));
   reset();
 }
 
@@ -243,17 +261,18 @@ void LLaMA3Impl::reset() {
   const std::int64_t C = config.channels;
   rope_table = std::make_shared<const LLaMA3RopeTable>(config.head_dim(), config.max_seq_len, config.rope_theta,
                                                        config.use_scaled_rope);
-  wte = register_module("wte", std::make_shared<EmbeddingImpl>(config.vocab_size, C));
+  wte = register_module("wte", tp->vocab_embedding(config.vocab_size, C));
   h.clear();
   auto blocks = std::make_shared<ModuleListImpl>();
   for (std::int64_t l = 0; l < config.num_layers; ++l) {
-    h.push_back(std::make_shared<LLaMA3BlockImpl>(config, rope_table));
+    h.push_back(std::make_shared<LLaMA3BlockImpl>(config, rope_table, tp));
     blocks->push_back(h.back());
   }
   register_module("h", blocks);
   const RMSNormOptions norm{.eps = static_cast<double>(config.norm_eps)};
   ln_f = register_module("ln_f", std::make_shared<RMSNormImpl>(C, norm));
-  lm_head = register_module("lm_head", std::make_shared<LinearImpl>(C, config.vocab_size, /*bias=*/false));
+  tp->sequence_parallel_layer(*ln_f);
+  lm_head = register_module("lm_head", tp->column_linear(C, config.vocab_size, /*bias=*/false));
   reset_parameters();
 }
 
@@ -289,19 +308,22 @@ Tensor LLaMA3Impl::forward_from(const Tensor& idx, std::int64_t past, KVCache* c
     throw ShapeError(type_name(), concat("sequence length ", past + T,
                                          past > 0 ? concat(" (", past, " cached + ", T, " new)") : std::string(),
                                          " exceeds max_seq_len ", config.max_seq_len));
-  Tensor x = (*wte)(idx);  // (B, T, C)
+  // Generation runs every position on every rank: no sequence parallelism while cached.
+  const SequenceParallelPause pause(*tp, cache != nullptr);
+  Tensor x = tp->scatter_sequence((*wte)(idx));  // (B, T, C) -> (B, t, C)
   for (std::size_t l = 0; l < h.size(); ++l)
     x = cache ? h[l]->forward_cached(x, cache->keys[l], cache->values[l]) : (*h[l])(x);
-  return (*lm_head)((*ln_f)(x));  // (B, T, V)
+  const Tensor logits = (*lm_head)((*ln_f)(x));  // (B, T, V / tp)
+  return cache ? tp->gather_vocab(logits) : logits;
 }
 
 Tensor LLaMA3Impl::loss(const Tensor& logits, const Tensor& targets) const {
-  const std::int64_t V = config.vocab_size;
-  if (logits.dim() != 3 || logits.size(2) != V || targets.dim() != 2 || targets.size(0) != logits.size(0) ||
+  const std::int64_t Vl = config.vocab_size / tp->size();
+  if (logits.dim() != 3 || logits.size(2) != Vl || targets.dim() != 2 || targets.size(0) != logits.size(0) ||
       targets.size(1) != logits.size(1))
-    throw ShapeError("LLaMA3.loss", concat("expected logits (B, T, ", V, ") and targets (B, T), got ", logits.shape(),
+    throw ShapeError("LLaMA3.loss", concat("expected logits (B, T, ", Vl, ") and targets (B, T), got ", logits.shape(),
                                            " and ", targets.shape()));
-  return cross_entropy(logits.reshape({-1, V}), targets.reshape({-1}));
+  return tp->vocab_cross_entropy(logits.reshape({-1, Vl}), targets.reshape({-1}), config.vocab_size);
 }
 
 namespace {
@@ -330,11 +352,11 @@ LlmcLayout llmc_layout(const LLaMA3Impl& model) {
 }  // namespace
 
 std::vector<std::pair<std::string, Tensor>> LLaMA3Impl::llmc_tensors(bool gradients) const {
-  return gather_llmc_tensors("LLaMA3.llmc_tensors", llmc_layout(*this), gradients);
+  return gather_llmc_tensors("LLaMA3.llmc_tensors", llmc_layout(*this), *tp, gradients);
 }
 
 void LLaMA3Impl::load_llmc_tensors(const std::vector<std::pair<std::string, Tensor>>& tensors) {
-  scatter_llmc_tensors("LLaMA3.load_llmc_tensors", llmc_layout(*this), tensors);
+  scatter_llmc_tensors("LLaMA3.load_llmc_tensors", llmc_layout(*this), *tp, tensors);
 }
 
 std::string LLaMA3Impl::extra_repr() const {

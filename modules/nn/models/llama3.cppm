@@ -4,6 +4,10 @@
 // and an untied LM head. No biases, no padded vocabulary. Parameter names follow GPT-2's
 // ("h.0.attn.c_attn.weight", "h.0.mlp.c_fc2.weight", "lm_head.weight", ...); the tensors load
 // from and export to llm.c / InfiniTrain's LLaMA-3 checkpoint (llmc::llama3_layout).
+// Built with tensor-parallel layers (see tensor_parallel.cppm): c_attn is column parallel by
+// heads (a rank holds NH / tp query heads and the KV / tp key/value heads they read), c_fc and
+// c_fc2 column parallel, the c_proj layers row parallel, wte vocab parallel and lm_head column
+// parallel (forward's logits are this rank's vocabulary columns).
 //
 //   nn::LLaMA3 model(nn::LLaMA3Config::from_name("llama3_1B"));
 //   Tensor logits = model(idx);                  // idx (B, T) int64 -> (B, T, V)
@@ -27,6 +31,7 @@ import :embedding;
 import :normalization;
 import :kv_cache;
 import :llmc_checkpoint;
+import :tensor_parallel;
 
 export namespace infini::nn {
 
@@ -97,7 +102,8 @@ class LLaMA3RopeTable {
 class LLaMA3AttentionImpl : public Cloneable<LLaMA3AttentionImpl> {
  public:
   LLaMA3AttentionImpl(std::int64_t channels, std::int64_t num_heads, std::int64_t num_kv_heads,
-                      std::shared_ptr<const LLaMA3RopeTable> rope_table);
+                      std::shared_ptr<const LLaMA3RopeTable> rope_table,
+                      std::shared_ptr<TensorParallelLayers> tp = nullptr);
   void reset() override;
   Tensor forward(const Tensor& x) override;
   // x (B, T, C) of positions past .. past + T - 1 after the `past` ones whose keys / values
@@ -109,6 +115,7 @@ class LLaMA3AttentionImpl : public Cloneable<LLaMA3AttentionImpl> {
 
   std::int64_t channels, num_heads, num_kv_heads;
   std::shared_ptr<const LLaMA3RopeTable> rope_table;
+  std::shared_ptr<TensorParallelLayers> tp;
   std::shared_ptr<LinearImpl> c_attn;  // C -> (NH + 2 KV) hd, no bias: rows Q heads, K heads, V heads
   std::shared_ptr<LinearImpl> c_proj;  // C -> C, no bias
 };
@@ -117,11 +124,12 @@ using LLaMA3Attention = ModuleHolder<LLaMA3AttentionImpl>;
 // x (B, T, C) -> (B, T, C): SwiGLU, c_proj(silu(c_fc2(x)) * c_fc(x)), hidden H, no biases.
 class LLaMA3MLPImpl : public Cloneable<LLaMA3MLPImpl> {
  public:
-  LLaMA3MLPImpl(std::int64_t channels, std::int64_t hidden);
+  LLaMA3MLPImpl(std::int64_t channels, std::int64_t hidden, std::shared_ptr<TensorParallelLayers> tp = nullptr);
   void reset() override;
   Tensor forward(const Tensor& x) override;
 
   std::int64_t channels, hidden;
+  std::shared_ptr<TensorParallelLayers> tp;
   std::shared_ptr<LinearImpl> c_fc;    // C -> H, "up" (llm.c's fcw)
   std::shared_ptr<LinearImpl> c_fc2;   // C -> H, "gate", the SiLU input (fc2w)
   std::shared_ptr<LinearImpl> c_proj;  // H -> C, "down" (fcprojw)
@@ -131,7 +139,8 @@ using LLaMA3MLP = ModuleHolder<LLaMA3MLPImpl>;
 // x + attn(ln_1(x)), then x + mlp(ln_2(x)); ln_1 and ln_2 are RMSNorms.
 class LLaMA3BlockImpl : public Cloneable<LLaMA3BlockImpl> {
  public:
-  LLaMA3BlockImpl(const LLaMA3Config& config, std::shared_ptr<const LLaMA3RopeTable> rope_table);
+  LLaMA3BlockImpl(const LLaMA3Config& config, std::shared_ptr<const LLaMA3RopeTable> rope_table,
+                  std::shared_ptr<TensorParallelLayers> tp = nullptr);
   void reset() override;
   Tensor forward(const Tensor& x) override;
   // forward, its attention through attn->forward_cached(.., keys, values).
@@ -139,6 +148,7 @@ class LLaMA3BlockImpl : public Cloneable<LLaMA3BlockImpl> {
 
   const LLaMA3Config config;
   std::shared_ptr<const LLaMA3RopeTable> rope_table;
+  std::shared_ptr<TensorParallelLayers> tp;
   std::shared_ptr<RMSNormImpl> ln_1;
   std::shared_ptr<LLaMA3AttentionImpl> attn;
   std::shared_ptr<RMSNormImpl> ln_2;
@@ -148,34 +158,39 @@ using LLaMA3Block = ModuleHolder<LLaMA3BlockImpl>;
 
 class LLaMA3Impl : public Cloneable<LLaMA3Impl> {
  public:
-  explicit LLaMA3Impl(LLaMA3Config config);
+  // tp: the layers to build with (null: one process). Error unless NH, KV, H and V divide by
+  // tp's size.
+  explicit LLaMA3Impl(LLaMA3Config config, std::shared_ptr<TensorParallelLayers> tp = nullptr);
   void reset() override;
   // Every matrix and the embedding ~ N(0, 0.02), the RMSNorm weights 1. Draws from
   // `generator` (default: the global one).
   void reset_parameters(Generator* generator = nullptr);
 
-  // idx (B, T) int64 token ids < V, T <= maxT -> logits (B, T, V).
+  // idx (B, T) int64 token ids < V, T <= maxT -> logits (B, T, V / tp): this rank's columns.
   Tensor forward(const Tensor& idx) override;
   // The logits (B, T, V) of the T positions idx (B, T) that follow the past = cache.length()
   // positions the cache holds (positions past .. past + T - 1), which it then holds too: the
   // last T positions of forward() on the whole sequence, computing only the new ones. An
   // empty cache is sized to the L layers. ShapeError if past + T > maxT, Error if the cache
-  // holds another number of layers. Gradients flow as through forward().
+  // holds another number of layers. Gradients flow as through forward(). Every column of the
+  // logits on every tensor-parallel rank, and no sequence parallelism (generation).
   Tensor forward_cached(const Tensor& idx, KVCache& cache);
-  // Mean cross-entropy of logits (B, T, V) against targets (B, T).
+  // Mean cross-entropy of logits (B, T, V / tp) from forward against targets (B, T).
   Tensor loss(const Tensor& logits, const Tensor& targets) const;
 
   // The parameters in the LLaMA-3 checkpoint's order, names and shapes (llmc::llama3_layout;
   // per-layer tensors stacked along a new dim 0): wte (V,C), ln1w (L,C), qkvw (L,(NH+2KV)hd,C),
   // attprojw (L,C,C), ln2w (L,C), fcw (L,H,C), fc2w (L,H,C), fcprojw (L,C,H), lnfw (C),
   // wlmhead (V,C). New float32 CPU tensors. With `gradients`, the parameters' grads in the
-  // same layout instead (Error naming a parameter without one).
+  // same layout instead (Error naming a parameter without one). Whole tensors under tensor
+  // parallelism too (a collective over its ranks).
   std::vector<std::pair<std::string, Tensor>> llmc_tensors(bool gradients = false) const;
   // Copies tensors of exactly that layout (names, order and shapes: Error / ShapeError naming
-  // the tensor otherwise) into the parameters.
+  // the tensor otherwise) into the parameters: this rank's shards of them.
   void load_llmc_tensors(const std::vector<std::pair<std::string, Tensor>>& tensors);
 
   const LLaMA3Config config;
+  std::shared_ptr<TensorParallelLayers> tp;
   std::shared_ptr<const LLaMA3RopeTable> rope_table;  // shared by the blocks
   std::shared_ptr<EmbeddingImpl> wte;                 // (V, C)
   std::vector<std::shared_ptr<LLaMA3BlockImpl>> h;    // children "h.0" ... "h.<L-1>" (a ModuleList "h")

@@ -10,6 +10,7 @@ module;
 #include <vector>
 export module infini.nn:llmc_layout;
 import infini.autograd;
+import :tensor_parallel;
 
 export namespace infini::nn {
 
@@ -32,12 +33,14 @@ struct LlmcLayout {
 };
 
 // The layout's tensors, or with `gradients` its parameters' grads (Error from `op` naming a
-// parameter without one), as new float32 CPU tensors.
+// parameter without one), as new float32 CPU tensors; parameters `tp` made sharded are
+// gathered whole (a collective over its ranks).
 std::vector<std::pair<std::string, Tensor>> gather_llmc_tensors(std::string_view op, const LlmcLayout& layout,
-                                                                bool gradients);
-// Copies `tensors` into the layout's parameters after checking that their names, order and
-// shapes are exactly the layout's (Error / ShapeError from `op` naming the tensor).
-void scatter_llmc_tensors(std::string_view op, const LlmcLayout& layout,
+                                                                TensorParallelLayers& tp, bool gradients);
+// Copies `tensors` into the layout's parameters (this rank's shards of those `tp` made
+// sharded) after checking that their names, order and whole shapes are exactly the layout's
+// (Error / ShapeError from `op` naming the tensor).
+void scatter_llmc_tensors(std::string_view op, const LlmcLayout& layout, const TensorParallelLayers& tp,
                           const std::vector<std::pair<std::string, Tensor>>& tensors);
 
 }  // namespace infini::nn
