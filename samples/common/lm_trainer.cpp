@@ -234,7 +234,7 @@ double rank_mean(const Ranks& ranks, double value) {
 
 int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ranks) {
   const parallel::Layout& layout = ranks.layout;
-  const std::string layout_name = layout.str();
+  const std::string layout_name = layout.str() + (f.sequence_parallel == 1 ? " SP" : "");
   const std::int64_t B = f.batch_size, T = f.sequence_length, dp = layout.dp();
   const bool zero = ranks.world && f.zero_stage == 1;
   if (f.sequence_parallel == 1 && layout.tp() == 1)
@@ -291,8 +291,8 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
     std::printf("saved step %lld to %s\n", static_cast<long long>(state.step), f.save.c_str());
   };
 
-  std::int64_t num_params = 0;
-  for (const Tensor& p : params) num_params += p.numel();
+  std::int64_t num_params = 0;  // of the whole model
+  for (const Tensor& p : params) num_params += tp && tp->shard_spec(p).sharded() ? p.numel() * layout.tp() : p.numel();
   if (ranks.main())
     std::printf("%lld parameters | %s | %lld tokens per step = %lld micro-batches of %lld x %lld per rank | %d threads%s\n",
                 static_cast<long long>(num_params), layout_name.c_str(), static_cast<long long>(tokens_per_step),

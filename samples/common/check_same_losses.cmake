@@ -1,0 +1,43 @@
+# cmake -DPROGRAM=<gpt2|llama3> -DCOMPARE=<compare_losses> -DDATA=<tests/data/gpt2-tiny> -DWORK_DIR=<dir>
+#       -DMODEL_FLAGS="--model|custom|..." -DLAUNCHER="mpirun|...|-np|N" -DEXTRA_FLAGS="--flag|value"
+#       -P check_same_losses.cmake
+# The same 20 steps (random init from one seed, sequential batches) on one process and under
+# LAUNCHER with EXTRA_FLAGS (a parallel layout of the same global batch): every loss of the
+# second run within 5e-5 of the first's. Words of the lists are separated by '|'.
+file(REMOVE_RECURSE "${WORK_DIR}")
+file(MAKE_DIRECTORY "${WORK_DIR}")
+string(REPLACE "|" ";" model_flags "${MODEL_FLAGS}")
+string(REPLACE "|" ";" launcher "${LAUNCHER}")
+string(REPLACE "|" ";" extra_flags "${EXTRA_FLAGS}")
+set(common ${model_flags} --input_bin "${DATA}/train.bin" --batch_size 4 --sequence_length 16 --num_iteration 20
+           --learning_rate 3e-3 --lr_schedule constant --weight_decay 0.1 --grad_clip 1.0 --shuffle 0 --seed 5)
+
+execute_process(COMMAND "${PROGRAM}" ${common} --metrics_out "${WORK_DIR}/one.jsonl"
+                RESULT_VARIABLE result ERROR_VARIABLE err OUTPUT_QUIET)
+if(NOT result EQUAL 0)
+  message(FATAL_ERROR "${PROGRAM} on one process failed (${result}): ${err}")
+endif()
+execute_process(COMMAND ${launcher} "${PROGRAM}" ${common} ${extra_flags} --metrics_out "${WORK_DIR}/split.jsonl"
+                RESULT_VARIABLE result ERROR_VARIABLE err OUTPUT_QUIET)
+if(NOT result EQUAL 0)
+  message(FATAL_ERROR "${LAUNCHER} ${PROGRAM} ${EXTRA_FLAGS} failed (${result}): ${err}")
+endif()
+
+# The one-process losses as compare_losses' expected file.
+file(STRINGS "${WORK_DIR}/one.jsonl" lines)
+set(losses)
+foreach(line IN LISTS lines)
+  string(JSON loss ERROR_VARIABLE no_loss GET "${line}" loss)
+  if(NOT no_loss)
+    list(APPEND losses ${loss})
+  endif()
+endforeach()
+list(JOIN losses ", " joined)
+file(WRITE "${WORK_DIR}/expected.json" "{\"losses\": [${joined}], \"tolerance_abs\": 5e-5}\n")
+execute_process(COMMAND "${COMPARE}" "${WORK_DIR}/expected.json" "${WORK_DIR}/split.jsonl"
+                RESULT_VARIABLE result OUTPUT_VARIABLE out ERROR_VARIABLE err)
+message(STATUS "${out}")
+if(NOT result EQUAL 0)
+  message(FATAL_ERROR "${LAUNCHER} ${EXTRA_FLAGS} against one process: ${err}")
+endif()
+file(REMOVE_RECURSE "${WORK_DIR}")
