@@ -24,14 +24,8 @@ if(NOT result EQUAL 0)
 endif()
 
 # The one-process losses as compare_losses' expected file.
-file(STRINGS "${WORK_DIR}/one.jsonl" lines)
-set(losses)
-foreach(line IN LISTS lines)
-  string(JSON loss ERROR_VARIABLE no_loss GET "${line}" loss)
-  if(NOT no_loss)
-    list(APPEND losses ${loss})
-  endif()
-endforeach()
+include(${CMAKE_CURRENT_LIST_DIR}/step_losses.cmake)
+step_losses("${WORK_DIR}/one.jsonl" losses)
 list(JOIN losses ", " joined)
 file(WRITE "${WORK_DIR}/expected.json" "{\"losses\": [${joined}], \"tolerance_abs\": 5e-5}\n")
 execute_process(COMMAND "${COMPARE}" "${WORK_DIR}/expected.json" "${WORK_DIR}/split.jsonl"
