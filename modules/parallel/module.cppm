@@ -1,7 +1,8 @@
 // infini.parallel: the asynchronous runtime (one Asio io_context per rank), process groups
 // over MPI (CPU tensors) and NCCL (CUDA tensors), Work and its awaitable form, the flight
 // recorder, the dp x tp x pp layout, data parallelism (DistributedDataParallel) and tensor /
-// sequence parallelism (TensorParallel and its layers).
+// sequence parallelism (TensorParallel and its layers), pipeline schedules as coroutines and
+// their simulator.
 export module infini.parallel;
 export import infini.nn;
 export import :comm_error;
@@ -17,4 +18,7 @@ export import :tp_mappings;
 export import :tp_layers;
 export import :vocab_cross_entropy;
 export import :tensor_parallel;
+export import :pipeline_stage;
+export import :pipeline_timeline;
+export import :pipeline_simulator;
 import :backend;  // internal: the MPI and NCCL implementations
