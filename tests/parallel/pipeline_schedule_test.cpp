@@ -5,6 +5,7 @@
 
 #include <boost/asio/awaitable.hpp>
 
+#include <algorithm>
 #include <coroutine>
 #include <string>
 #include <vector>
@@ -116,6 +117,27 @@ TEST(PipelineSchedules, BadSchedulesAreRejectedNamingTheStep) {
   EXPECT_THROW(check_schedule_shape("interleaved", {.stages = 4, .virtual_stages = 2, .micro_batches = 6}), Error);
   EXPECT_THROW(check_schedule_shape("1f1b", {.stages = 4, .virtual_stages = 2, .micro_batches = 8}), Error);
   EXPECT_NO_THROW(check_schedule_shape("interleaved", {.stages = 4, .virtual_stages = 2, .micro_batches = 8}));
+}
+
+// docs/distributed.md's example of a schedule of one's own.
+Task eager_one_f_one_b(PipelineStage& s) {
+  const int p = s.shape().stages, m = s.shape().micro_batches;
+  const int warmup = std::min(p - s.rank(), m);
+  for (int i = 0; i < warmup; ++i) co_await s.forward(i);
+  for (int i = warmup; i < m; ++i) {
+    co_await s.forward(i);
+    co_await s.backward(i - warmup);
+  }
+  for (int i = m - warmup; i < m; ++i) co_await s.backward(i);
+}
+
+TEST(PipelineSchedules, OwnScheduleFromTheDocs) {
+  const PipelineTimeline t = simulate_pipeline(eager_one_f_one_b, {.stages = 4, .virtual_stages = 1, .micro_batches = 8},
+                                               {.forward = 1, .backward_input = 1, .backward_weight = 1});
+  EXPECT_EQ(ops(t, 3), "F0 F1 B0 F2 B1 F3 B2 F4 B3 F5 B4 F6 B5 F7 B6 B7");
+  EXPECT_EQ(t.peak_activations(0), 5);  // one more than 1F1B's 4
+  EXPECT_EQ(t.peak_activations(3), 2);
+  EXPECT_NEAR(t.bubble_fraction(), 3.0 / 11, 1e-12);  // free messages: no better than 1F1B
 }
 
 TEST(PipelineSchedules, RendersTextSvgAndTrace) {
