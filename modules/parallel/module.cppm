@@ -18,6 +18,7 @@ export import :tp_mappings;
 export import :tp_layers;
 export import :vocab_cross_entropy;
 export import :tensor_parallel;
+export import :tensor_messages;
 export import :pipeline_stage;
 export import :pipeline_timeline;
 export import :pipeline_simulator;

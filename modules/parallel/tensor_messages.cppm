@@ -1,0 +1,44 @@
+// Point-to-point messages that carry their tensor's dtype and shape, so a receiver (a pipeline
+// stage) needs to know neither in advance: a small int64 header (dtype, dims, sizes) and then
+// the data, both with the same tag from the same sender, which MPI delivers in order.
+//
+//   Work sent = send_tensor(*group, activation, next, tag);        // rank r
+//   TensorReceive incoming(*group, previous, tag);                 // rank r + 1, posted early
+//   Tensor x = co_await incoming.tensor();                         // or incoming.wait()
+module;
+#include <boost/asio/awaitable.hpp>
+
+#include <cstdint>
+export module infini.parallel:tensor_messages;
+import infini.nn;
+import :runtime;
+import :process_group;
+import :work;
+
+export namespace infini::parallel {
+
+inline constexpr int kMaxMessageDims = 8;
+
+// Sends t (any dtype, up to kMaxMessageDims dims, any strides) to group rank `peer`; the Work
+// completes when header and data are sent. Error for more dims.
+Work send_tensor(ProcessGroup& group, const Tensor& t, int peer, int tag);
+
+// A receive of one send_tensor from `peer` with `tag`, its header posted at construction.
+class TensorReceive {
+ public:
+  TensorReceive(ProcessGroup& group, int peer, int tag, CommOptions options = {});
+  // The tensor (CPU), once header and data arrived. Call one of them once; Error from a
+  // header that names no dtype or too many dims.
+  asio::awaitable<Tensor> tensor();
+  Tensor wait();
+
+ private:
+  Tensor start_data();  // reads the header, posts the data receive
+  ProcessGroup* group_;
+  int peer_, tag_;
+  CommOptions options_;
+  Tensor header_, data_;
+  Work header_work_, data_work_;
+};
+
+}  // namespace infini::parallel
