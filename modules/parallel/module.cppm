@@ -22,4 +22,5 @@ export import :tensor_messages;
 export import :pipeline_stage;
 export import :pipeline_timeline;
 export import :pipeline_simulator;
+export import :pipeline_model;
 import :backend;  // internal: the MPI and NCCL implementations

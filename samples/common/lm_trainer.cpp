@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "pipeline_runner.h"
 #include "sampling.h"
 #include "token_batches.h"
 
@@ -66,6 +67,13 @@ void add_train_flags(CLI::App& app, TrainFlags& f) {
   app.add_option("--sequence_parallel", f.sequence_parallel,
                  "1: with --tensor_parallel > 1, split the activations between the split layers along the sequence")
       ->check(CLI::Range(0, 1));
+  app.add_option("--pipeline_parallel", f.pipeline_parallel,
+                 "under mpirun: pipeline stages the blocks are split over (the data-parallel size is the world size / "
+                 "(tensor x pipeline))")->check(CLI::PositiveNumber);
+  app.add_option("--virtual_pipeline_parallel", f.virtual_pipeline_parallel,
+                 "chunks of blocks per pipeline rank (--pp_schedule interleaved)")->check(CLI::PositiveNumber);
+  app.add_option("--pp_schedule", f.pp_schedule, "pipeline schedule: gpipe, 1f1b, interleaved or zb-h1")
+      ->check(CLI::IsMember({"gpipe", "1f1b", "interleaved", "zb-h1"}));
 }
 
 void prepare_run(const TrainFlags& f) {
@@ -173,31 +181,37 @@ struct Ranks {
 
 Ranks join_world(const TrainFlags& f) {
   if (!parallel::launched_by_mpirun()) {
-    if (f.tensor_parallel > 1)
-      throw Error("train", concat("--tensor_parallel ", f.tensor_parallel, " needs that many ranks: launch with mpirun -np N "
-                                  "(N a multiple of ", f.tensor_parallel, ")"));
+    if (f.tensor_parallel * f.pipeline_parallel > 1)
+      throw Error("train", concat("--tensor_parallel ", f.tensor_parallel, " x --pipeline_parallel ", f.pipeline_parallel,
+                                  " needs that many ranks: launch with mpirun -np N (N a multiple of ",
+                                  f.tensor_parallel * f.pipeline_parallel, ")"));
     return {};
   }
   auto world = parallel::init_process_group();
-  Ranks ranks{.world = world, .layout = parallel::Layout(world->size(), f.tensor_parallel), .rank = world->rank()};
+  Ranks ranks{.world = world,
+              .layout = parallel::Layout(world->size(), f.tensor_parallel, f.pipeline_parallel, f.virtual_pipeline_parallel),
+              .rank = world->rank()};
   ranks.groups = parallel::make_parallel_groups(ranks.layout, world);
   return ranks;
 }
 
 // Where this rank's training state lives inside checkpoint directory `dir`: replicated state
-// is DIR (written by rank 0); a tensor-parallel rank t's shards DIR/tp_rank_<t> (written by rank
-// 0's replica); a ZeRO-1 rank r's optimizer shard DIR/rank_<r> (every rank).
+// is DIR (written by rank 0); a tensor-parallel rank t's shards DIR/tp_rank_<t>, pipeline rank
+// p's state DIR/pp_rank_<p>_tp_rank_<t> (written by rank 0's replica); a ZeRO-1 rank r's
+// optimizer shard DIR/rank_<r> (every rank).
 std::filesystem::path state_dir(const std::string& dir, const Ranks& ranks, bool zero) {
   if (zero) return std::filesystem::path(dir) / concat("rank_", ranks.rank);
+  if (ranks.layout.pp() > 1)
+    return std::filesystem::path(dir) / concat("pp_rank_", ranks.groups.coord.pp, "_tp_rank_", ranks.groups.coord.tp);
   if (ranks.layout.tp() > 1) return std::filesystem::path(dir) / concat("tp_rank_", ranks.groups.coord.tp);
   return dir;
 }
 
-// The metadata value `key` of a checkpoint ("1" for the tensor-parallel size of one written
-// before it was recorded).
+// The metadata value `key` of a checkpoint ("1" for a layout size written before it was
+// recorded).
 std::string metadata(const io::Checkpoint& checkpoint, const std::string& key) {
   if (checkpoint.metadata.contains(key)) return checkpoint.metadata.at(key);
-  return key == "tensor_parallel" ? "1" : "?";
+  return key == "zero_ranks" ? "?" : "1";
 }
 
 // Error unless --load holds the training state of this layout (the shards are not re-split).
@@ -213,10 +227,14 @@ io::Checkpoint load_state(const std::string& load, const Ranks& ranks, bool zero
                                 "a new run from its llm.c checkpoint with --llmc_filepath"));
   }
   io::Checkpoint checkpoint = io::load_checkpoint(dir);
-  if (metadata(checkpoint, "tensor_parallel") != std::to_string(tp))
-    throw Error("train", concat("--load ", load, " was written with --tensor_parallel ",
-                                metadata(checkpoint, "tensor_parallel"), ", this run has ", tp,
-                                "; resume with the same, or start a new run from its llm.c checkpoint with --llmc_filepath"));
+  const std::pair<const char*, int> sizes[] = {{"tensor_parallel", tp},
+                                               {"pipeline_parallel", ranks.layout.pp()},
+                                               {"virtual_pipeline_parallel", ranks.layout.vpp()}};
+  for (const auto& [flag, size] : sizes)
+    if (metadata(checkpoint, flag) != std::to_string(size))
+      throw Error("train", concat("--load ", load, " was written with --", flag, " ", metadata(checkpoint, flag),
+                                  ", this run has ", size, "; resume with the same, or start a new run from its "
+                                  "llm.c checkpoint with --llmc_filepath"));
   if (zero && metadata(checkpoint, "zero_ranks") != std::to_string(ranks.layout.dp()))
     throw Error("train", concat("--load ", load, ": its ZeRO-1 shards were written by ", metadata(checkpoint, "zero_ranks"),
                                 " data-parallel ranks, this run has ", ranks.layout.dp(), "; resume with the same number "
@@ -240,15 +258,16 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
   if (f.sequence_parallel == 1 && layout.tp() == 1)
     throw Error("train", "--sequence_parallel 1 splits the sequence over the tensor-parallel ranks: it needs "
                          "--tensor_parallel > 1");
-  if (zero && layout.tp() > 1)
-    throw Error("train", "--zero_stage 1 with --tensor_parallel > 1 is not supported (ZeRO-1 shards whole "
-                         "parameters); use one of them");
+  if (zero && (layout.tp() > 1 || layout.pp() > 1))
+    throw Error("train", "--zero_stage 1 with --tensor_parallel or --pipeline_parallel > 1 is not supported (ZeRO-1 "
+                         "shards whole parameters of one replica); use data parallelism alone with it");
   if (f.sequence_parallel == 1 && T % layout.tp() != 0)
     throw Error("train", concat("--sequence_parallel 1 splits --sequence_length ", T, " over ", layout.tp(),
                                 " tensor-parallel ranks: it must be a multiple of ", layout.tp()));
   std::shared_ptr<parallel::TensorParallel> tp;
   if (layout.tp() > 1) tp = std::make_shared<parallel::TensorParallel>(ranks.groups.tp, f.sequence_parallel == 1);
   const LanguageModel lm = make(tp);
+  const bool pipelined = layout.pp() > 1;
   if (T > lm.max_seq_len) throw Error("train", concat("--sequence_length ", T, " exceeds the model's ", lm.max_seq_len));
   const std::int64_t tokens_per_step = f.total_batch_size > 0 ? f.total_batch_size : B * T * dp;
   if (tokens_per_step % (B * T * dp) != 0)
@@ -267,8 +286,13 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
   // Replicas start from rank 0's weights; backward averages gradients over the data-parallel
   // ranks. With ZeRO-1 it reduce-scatters them instead, and the optimizer updates this rank's
   // pieces.
+  // Under pipeline parallelism the schedule runs the micro-batches and PipelineRunner
+  // averages the gradients after it.
   std::optional<parallel::DistributedDataParallel> ddp;
-  if (ranks.world) ddp.emplace(lm.module, ranks.groups.dp, parallel::DDPOptions{.shard_gradients = zero});
+  if (ranks.world && !pipelined)
+    ddp.emplace(lm.module, ranks.groups.dp, parallel::DDPOptions{.shard_gradients = zero});
+  std::optional<PipelineRunner> pipeline;
+  if (pipelined) pipeline.emplace(lm, ranks.groups, layout, f.pp_schedule, static_cast<int>(micro_steps));
   auto optimizer = make_optimizer(params, zero ? &ddp->reducer() : nullptr, f);
   auto schedule = make_schedule(*optimizer, f);
   io::TrainingState state;
@@ -277,6 +301,8 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
   // See state_dir: where each rank writes and reads its training state.
   if (zero) state.metadata["zero_ranks"] = std::to_string(dp);
   state.metadata["tensor_parallel"] = std::to_string(layout.tp());
+  state.metadata["pipeline_parallel"] = std::to_string(layout.pp());
+  state.metadata["virtual_pipeline_parallel"] = std::to_string(layout.vpp());
   if (!f.load.empty()) {
     state.restore(load_state(f.load, ranks, zero));
     if (ranks.main()) std::printf("resumed from %s at step %lld\n", f.load.c_str(), static_cast<long long>(state.step));
@@ -284,6 +310,7 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
   const std::uint64_t data_seed = std::stoull(state.metadata.at("data_seed"));
   TokenBatches train_data(std::make_shared<llmc::TokenFile>(f.input_bin), T, f.shuffle != 0, data_seed);
   auto save = [&] {
+    if (pipeline && ranks.main_replica()) pipeline->share_weights();
     if (zero || ranks.main_replica()) io::save_checkpoint(state_dir(f.save, ranks, zero), state);
     if (!ranks.main_replica()) return;
     lm.export_llmc(std::filesystem::path(f.save) / lm.llmc_name, ranks.main());
@@ -309,7 +336,16 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
     optimizer->zero_grad();
     if (zero) model.zero_grad();  // the optimizer holds the pieces, not the parameters
     double loss_sum = 0, forward_ms = 0, backward_ms = 0;
-    for (std::int64_t k = 0; k < micro_steps; ++k) {
+    if (pipeline) {  // forward and backward interleaved by the schedule: all of it counts as forward_ms
+      std::vector<data::Example> batches;
+      for (std::int64_t k = 0; k < micro_steps; ++k)
+        batches.push_back(train_data.sequences(step * sequences_per_step + (k * dp + ranks.groups.coord.dp) * B, B));
+      const auto t0 = Clock::now();
+      loss_sum = pipeline->step(batches);
+      pipeline->finish_gradients();
+      forward_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+    }
+    for (std::int64_t k = 0; k < micro_steps && !pipeline; ++k) {
       // Gradients of all but the last micro-step accumulate locally; the last one's backward
       // averages everything over the ranks.
       const auto no_sync = ddp && k + 1 < micro_steps ? ddp->no_sync() : parallel::DistributedDataParallel::NoSync();
@@ -326,9 +362,10 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
     const auto t_update = Clock::now();
     if (tp) tp->reduce_sequence_parallel_grads();
     // Clipping's scale is folded into AdamW's update (no pass over the grads of its own).
-    const double norm = zero ? ddp->reducer().sharded_grad_norm()
-                        : tp ? tp->grad_norm(params)
-                             : optim::total_grad_norm(params);
+    const double norm = zero       ? ddp->reducer().sharded_grad_norm()
+                        : pipeline ? pipeline->grad_norm(params, tp.get())
+                        : tp       ? tp->grad_norm(params)
+                                   : optim::total_grad_norm(params);
     const double lr = schedule->get_last_lr()[0];
     optimizer->scaled_step(f.grad_clip > 0 ? optim::clip_coefficient(norm, f.grad_clip) : 1.0);
     if (zero) ddp->reducer().all_gather_parameters().wait();  // every rank's updated blocks
@@ -338,7 +375,9 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
     const double optimizer_ms = std::chrono::duration<double, std::milli>(end - t_update).count();
     const double tokens_per_s = static_cast<double>(tokens_per_step) / (ms / 1000.0);
     const std::int64_t peak = memory_stats(Device::cpu()).peak_allocated_bytes;
-    last_loss = rank_mean(ranks, loss_sum / static_cast<double>(micro_steps));
+    // Under pipeline parallelism only the last stage has the loss: the mean over the world
+    // counts it once per pp ranks.
+    last_loss = rank_mean(ranks, loss_sum / static_cast<double>(micro_steps)) * static_cast<double>(layout.pp());
     if (step > first_step || f.num_iteration - first_step == 1) {  // the first step warms caches up
       total_ms += ms;
       ++timed_steps;
@@ -356,14 +395,18 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
                         forward_ms, backward_ms, optimizer_ms));
     state.step = step + 1;
     const bool last = state.step == f.num_iteration;
-    if (ranks.main_replica() && val_data && f.val_loss_every > 0 && (state.step % f.val_loss_every == 0 || last)) {
+    const bool validate = val_data && f.val_loss_every > 0 && (state.step % f.val_loss_every == 0 || last);
+    const bool sample = f.sample_every > 0 && (state.step % f.sample_every == 0 || last);
+    // Validation and sampling run the whole model on every rank of the main replica.
+    if (pipeline && ranks.main_replica() && (validate || sample)) pipeline->share_weights();
+    if (ranks.main_replica() && validate) {
       model.eval();
       const double val_loss = validation_loss(lm, *val_data, f);
       if (ranks.main()) std::printf("step %lld | val loss %.4f\n", static_cast<long long>(step), val_loss);
       metrics.line(format("{\"step\": %lld, \"val_loss\": %.7f}", static_cast<long long>(step), val_loss));
     }
     // Every rank of the main replica samples the same tokens from the same whole logits.
-    if (ranks.main_replica() && f.sample_every > 0 && (state.step % f.sample_every == 0 || last)) {
+    if (ranks.main_replica() && sample) {
       model.eval();
       const std::int64_t eot = tokenizer && tokenizer->eot_token ? *tokenizer->eot_token : lm.vocab_size - 1;
       std::vector<std::int64_t> tokens = {eot};

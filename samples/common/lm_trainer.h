@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -33,8 +34,11 @@ struct TrainFlags {
   std::int64_t save_interval = 0;
   int threads = 0;
   int zero_stage = 0;  // 1: ZeRO-1 under mpirun (optimizer state sharded over the data-parallel ranks)
-  int tensor_parallel = 1;    // ranks each layer is split over (mpirun); dp = world / tensor_parallel
+  int tensor_parallel = 1;    // ranks each layer is split over (mpirun); dp = world / (tensor x pipeline)
   int sequence_parallel = 0;  // 1: activations between the tensor-parallel regions split along the sequence
+  int pipeline_parallel = 1;  // pipeline stages (mpirun), the blocks split between them
+  int virtual_pipeline_parallel = 1;  // chunks of blocks per pipeline rank (interleaved schedule)
+  std::string pp_schedule = "1f1b";   // gpipe, 1f1b, interleaved or zb-h1
 };
 
 void add_train_flags(CLI::App& app, TrainFlags& flags);
@@ -49,6 +53,12 @@ struct LanguageModel {
   // (B, t) after the cache's positions -> (B, t, Vp), through the KV cache (text generation).
   std::function<infini::Tensor(const infini::Tensor& idx, infini::nn::KVCache& cache)> logits_cached;
   std::function<infini::Tensor(const infini::Tensor& logits, const infini::Tensor& targets)> loss;
+  // The pipeline's view: logits = head(blocks(embed(idx))); embed_parameters are the ones
+  // embed uses, tied_parameters those embed and head share (GPT-2's wte).
+  std::function<infini::Tensor(const infini::Tensor& idx)> embed;
+  std::vector<std::shared_ptr<infini::nn::Module>> blocks;
+  std::function<infini::Tensor(const infini::Tensor& x)> head;
+  std::vector<infini::Tensor> embed_parameters, tied_parameters;
   // Gathers the whole model (every rank of a tensor-parallel group calls it) and, with
   // `write`, writes it as an llm.c checkpoint.
   std::function<void(const std::filesystem::path&, bool write)> export_llmc;
@@ -62,7 +72,8 @@ using ModelFactory = std::function<LanguageModel(std::shared_ptr<infini::nn::Ten
 // (nn::GPT2, nn::LLaMA3); export_llmc writes it as llmc_name inside --save.
 template <class Holder>
 LanguageModel language_model(Holder model, std::function<void(const std::filesystem::path&, bool)> export_llmc,
-                             std::string llmc_name) {
+                             std::string llmc_name, std::vector<infini::Tensor> embed_parameters,
+                             std::vector<infini::Tensor> tied_parameters) {
   return {.module = model.ptr(),
           .vocab_size = model->config.vocab_size,
           .max_seq_len = model->config.max_seq_len,
@@ -73,6 +84,11 @@ LanguageModel language_model(Holder model, std::function<void(const std::filesys
           .loss = [model](const infini::Tensor& logits, const infini::Tensor& targets) {
             return model->loss(logits, targets);
           },
+          .embed = [model](const infini::Tensor& idx) { return model->embed(idx); },
+          .blocks = {model->h.begin(), model->h.end()},
+          .head = [model](const infini::Tensor& x) { return model->head(x); },
+          .embed_parameters = std::move(embed_parameters),
+          .tied_parameters = std::move(tied_parameters),
           .export_llmc = std::move(export_llmc),
           .llmc_name = std::move(llmc_name)};
 }

@@ -81,7 +81,8 @@ int main(int argc, char** argv) {
         const llmc::GPT2Checkpoint checkpoint = to_llmc(model);
         if (write) llmc::write_gpt2_checkpoint(path, checkpoint);
       };
-      return samples::language_model(model, export_llmc, "gpt2.bin");
+      return samples::language_model(model, export_llmc, "gpt2.bin", {model->wte->weight, model->wpe->weight},
+                                     {model->wte->weight});
     };
     return samples::train(make, f);
   } catch (const std::exception& e) {

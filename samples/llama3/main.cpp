@@ -75,7 +75,7 @@ int main(int argc, char** argv) {
         const llmc::LLaMA3Checkpoint checkpoint{.config = model->config.to_llmc(), .tensors = model->llmc_tensors()};
         if (write) llmc::write_llama3_checkpoint(path, checkpoint);
       };
-      return samples::language_model(model, export_llmc, "llama3.bin");
+      return samples::language_model(model, export_llmc, "llama3.bin", {model->wte->weight}, {});
     };
     return samples::train(make, f);
   } catch (const std::exception& e) {

@@ -184,14 +184,29 @@ Tensor GPT2Impl::forward_from(const Tensor& idx, std::int64_t past, KVCache* cac
     throw ShapeError(type_name(), concat("sequence length ", past + T,
                                          past > 0 ? concat(" (", past, " cached + ", T, " new)") : std::string(),
                                          " exceeds max_seq_len ", config.max_seq_len));
-  const Tensor positions = arange(past, past + T, 1, TensorOptions{.dtype = kInt64, .device = idx.device()});
   // Generation runs every position on every rank: no sequence parallelism while cached.
   const SequenceParallelPause pause(*tp, cache != nullptr);
-  Tensor x = tp->scatter_sequence(add((*wte)(idx), (*wpe)(positions)));  // (B, T, C) + (T, C) -> (B, t, C)
+  Tensor x = embed_from(idx, past);
   for (std::size_t l = 0; l < h.size(); ++l)
     x = cache ? h[l]->forward_cached(x, cache->keys[l], cache->values[l]) : (*h[l])(x);
-  const Tensor logits = tp->vocab_logits((*ln_f)(x), wte->weight);  // (B, T, Vp / tp)
+  const Tensor logits = head(x);
   return cache ? tp->gather_vocab(logits) : logits;
+}
+
+Tensor GPT2Impl::embed(const Tensor& idx) {
+  if (idx.dim() != 2 || idx.dtype() != kInt64 || idx.size(1) > config.max_seq_len)
+    throw ShapeError("GPT2.embed", concat("expected idx (B, T) int64 with T <= ", config.max_seq_len, ", got ",
+                                          idx.dtype(), " ", idx.shape()));
+  return embed_from(idx, 0);
+}
+
+Tensor GPT2Impl::embed_from(const Tensor& idx, std::int64_t past) {
+  const Tensor positions = arange(past, past + idx.size(1), 1, TensorOptions{.dtype = kInt64, .device = idx.device()});
+  return tp->scatter_sequence(add((*wte)(idx), (*wpe)(positions)));  // (B, T, C) + (T, C) -> (B, t, C)
+}
+
+Tensor GPT2Impl::head(const Tensor& x) {
+  return tp->vocab_logits((*ln_f)(x), wte->weight);  // (B, T, Vp / tp)
 }
 
 Tensor GPT2Impl::loss(const Tensor& logits, const Tensor& targets) const {

@@ -119,6 +119,11 @@ class GPT2Impl : public Cloneable<GPT2Impl> {
   // holds another number of layers. Gradients flow as through forward(). Every column of the
   // logits on every tensor-parallel rank, and no sequence parallelism (generation).
   Tensor forward_cached(const Tensor& idx, KVCache& cache);
+  // forward's two ends, for a pipeline that runs the blocks h in between: idx (B, T) -> the
+  // blocks' input x (B, T, C), or (B, T / tp, C) under sequence parallelism; the last block's
+  // output -> logits (B, T, Vp / tp). wte is in both (tied).
+  Tensor embed(const Tensor& idx);
+  Tensor head(const Tensor& x);
   // Mean cross-entropy of logits (B, T, Vp / tp) from forward against targets (B, T) over the
   // first V columns only (the padded ones are excluded from the softmax).
   Tensor loss(const Tensor& logits, const Tensor& targets) const;
@@ -147,6 +152,7 @@ class GPT2Impl : public Cloneable<GPT2Impl> {
  private:
   // idx (B, T) at positions past .. past + T - 1; through the cache's layers when given.
   Tensor forward_from(const Tensor& idx, std::int64_t past, KVCache* cache);
+  Tensor embed_from(const Tensor& idx, std::int64_t past);
 };
 using GPT2 = ModuleHolder<GPT2Impl>;
 

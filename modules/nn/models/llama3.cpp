@@ -313,8 +313,19 @@ Tensor LLaMA3Impl::forward_from(const Tensor& idx, std::int64_t past, KVCache* c
   Tensor x = tp->scatter_sequence((*wte)(idx));  // (B, T, C) -> (B, t, C)
   for (std::size_t l = 0; l < h.size(); ++l)
     x = cache ? h[l]->forward_cached(x, cache->keys[l], cache->values[l]) : (*h[l])(x);
-  const Tensor logits = (*lm_head)((*ln_f)(x));  // (B, T, V / tp)
+  const Tensor logits = head(x);
   return cache ? tp->gather_vocab(logits) : logits;
+}
+
+Tensor LLaMA3Impl::embed(const Tensor& idx) {
+  if (idx.dim() != 2 || idx.dtype() != kInt64 || idx.size(1) > config.max_seq_len)
+    throw ShapeError("LLaMA3.embed", concat("expected idx (B, T) int64 with T <= ", config.max_seq_len, ", got ",
+                                            idx.dtype(), " ", idx.shape()));
+  return tp->scatter_sequence((*wte)(idx));  // (B, T, C) -> (B, t, C)
+}
+
+Tensor LLaMA3Impl::head(const Tensor& x) {
+  return (*lm_head)((*ln_f)(x));  // (B, T, V / tp)
 }
 
 Tensor LLaMA3Impl::loss(const Tensor& logits, const Tensor& targets) const {

@@ -175,6 +175,11 @@ class LLaMA3Impl : public Cloneable<LLaMA3Impl> {
   // holds another number of layers. Gradients flow as through forward(). Every column of the
   // logits on every tensor-parallel rank, and no sequence parallelism (generation).
   Tensor forward_cached(const Tensor& idx, KVCache& cache);
+  // forward's two ends, for a pipeline that runs the blocks h in between: idx (B, T) -> the
+  // blocks' input x (B, T, C), or (B, T / tp, C) under sequence parallelism; the last block's
+  // output -> logits (B, T, V / tp).
+  Tensor embed(const Tensor& idx);
+  Tensor head(const Tensor& x);
   // Mean cross-entropy of logits (B, T, V / tp) from forward against targets (B, T).
   Tensor loss(const Tensor& logits, const Tensor& targets) const;
 

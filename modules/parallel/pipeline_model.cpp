@@ -1,0 +1,136 @@
+// ModelStage and the block split (see pipeline_model.cppm).
+module;
+#include <boost/asio/awaitable.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <numeric>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+module infini.parallel;
+
+namespace infini::parallel {
+
+std::vector<std::pair<int, int>> split_blocks(int blocks, int stages, const std::vector<int>& counts) {
+  if (stages < 1) throw Error("split_blocks", concat("expected >= 1 stages, got ", stages));
+  std::vector<int> n = counts;
+  if (n.empty())
+    for (int s = 0; s < stages; ++s) n.push_back(blocks / stages + (s < blocks % stages ? 1 : 0));
+  if (static_cast<int>(n.size()) != stages)
+    throw Error("split_blocks", concat("expected block counts for ", stages, " virtual stages, got ", n.size()));
+  if (std::accumulate(n.begin(), n.end(), 0) != blocks)
+    throw Error("split_blocks", concat("the block counts add up to ", std::accumulate(n.begin(), n.end(), 0),
+                                       ", the model has ", blocks));
+  std::vector<std::pair<int, int>> ranges;
+  int first = 0;
+  for (int s = 0; s < stages; ++s) {
+    if (n[static_cast<std::size_t>(s)] < 1)
+      throw Error("split_blocks", concat("virtual stage ", s, " would hold no blocks (", blocks, " blocks over ", stages,
+                                         " virtual stages)"));
+    ranges.emplace_back(first, first + n[static_cast<std::size_t>(s)]);
+    first += n[static_cast<std::size_t>(s)];
+  }
+  return ranges;
+}
+
+ModelStage::ModelStage(std::shared_ptr<ProcessGroup> group, PipelineShape shape, const PipelineModel& model,
+                       std::vector<std::pair<int, int>> blocks_of_virtual_stage,
+                       std::vector<data::Example> micro_batches, double loss_scale)
+    : group_(std::move(group)),
+      rank_(group_->rank()),
+      shape_(shape),
+      model_(model),
+      blocks_(std::move(blocks_of_virtual_stage)),
+      batches_(std::move(micro_batches)),
+      loss_scale_(loss_scale),
+      checker_(rank_, shape) {
+  if (group_->size() != shape_.stages)
+    throw Error("ModelStage", concat("a pipeline of ", shape_.stages, " stages needs a group of as many ranks, got ",
+                                     group_->size()));
+  if (static_cast<int>(blocks_.size()) != shape_.stages * shape_.virtual_stages)
+    throw Error("ModelStage", concat("expected block ranges for ", shape_.stages * shape_.virtual_stages,
+                                     " virtual stages, got ", blocks_.size()));
+  if (static_cast<int>(batches_.size()) != shape_.micro_batches)
+    throw Error("ModelStage", concat("expected ", shape_.micro_batches, " micro-batches, got ", batches_.size()));
+  for (int c = 0; c < shape_.virtual_stages; ++c)
+    for (int i = 0; i < shape_.micro_batches; ++i) {
+      const int s = shape_.virtual_stage(rank_, c);
+      if (s > 0)
+        receives_[{kActivation, i, s}] = std::make_unique<TensorReceive>(*group_, rank_of(s - 1), tag(kActivation, i, s));
+      if (s < shape_.last_virtual_stage())
+        receives_[{kGradient, i, s}] = std::make_unique<TensorReceive>(*group_, rank_of(s + 1), tag(kGradient, i, s));
+    }
+}
+
+// Activations and gradients apart (with two ranks "next" and "previous" are the same rank),
+// every (micro-batch, receiving virtual stage) its own.
+int ModelStage::tag(Kind kind, int micro, int stage) const {
+  return (micro * (shape_.last_virtual_stage() + 1) + stage) * 2 + kind;
+}
+
+TensorReceive& ModelStage::receive(Kind kind, int micro, int stage) { return *receives_.at({kind, micro, stage}); }
+
+Task ModelStage::forward(int micro, int chunk) {
+  checker_.check(PipelineOp::Forward, micro, chunk);
+  const int s = shape_.virtual_stage(rank_, chunk);
+  Saved saved;
+  Tensor x;
+  if (s == 0) {
+    x = model_.embed(batches_[static_cast<std::size_t>(micro)].data);
+  } else {
+    saved.input = co_await receive(kActivation, micro, s).tensor();
+    saved.input.requires_grad_(true);
+    x = saved.input;
+  }
+  for (int b = blocks_[static_cast<std::size_t>(s)].first; b < blocks_[static_cast<std::size_t>(s)].second; ++b)
+    x = (*model_.blocks[static_cast<std::size_t>(b)])(x);
+  if (s == shape_.last_virtual_stage()) {
+    saved.output = model_.head_loss(x, batches_[static_cast<std::size_t>(micro)].target);
+    loss_sum_ += saved.output.item<double>();
+  } else {
+    saved.output = x;
+    sends_.push_back(send_tensor(*group_, x.detach(), rank_of(s + 1), tag(kActivation, micro, s + 1)));
+  }
+  saved_[{micro, chunk}] = std::move(saved);
+}
+
+Task ModelStage::backward(int micro, int chunk) { return input_gradient(PipelineOp::Backward, micro, chunk); }
+
+Task ModelStage::backward_input(int micro, int chunk) {
+  return input_gradient(PipelineOp::BackwardInput, micro, chunk);
+}
+
+Task ModelStage::input_gradient(PipelineOp op, int micro, int chunk) {
+  checker_.check(op, micro, chunk);
+  const int s = shape_.virtual_stage(rank_, chunk);
+  Saved& saved = saved_.at({micro, chunk});
+  const Tensor output_grad = s == shape_.last_virtual_stage() ? full_like(saved.output, loss_scale_)
+                                                              : co_await receive(kGradient, micro, s).tensor();
+  Tensor input_grad;
+  if (op == PipelineOp::Backward) {
+    autograd::backward({saved.output}, {output_grad});
+    if (s > 0) input_grad = saved.input.grad();
+    saved_.erase({micro, chunk});
+  } else {
+    if (s > 0) input_grad = autograd::grad({saved.output}, {saved.input}, {output_grad}, /*retain_graph=*/true)[0];
+    saved.output_grad = output_grad;
+  }
+  if (s > 0) sends_.push_back(send_tensor(*group_, input_grad, rank_of(s - 1), tag(kGradient, micro, s - 1)));
+}
+
+Task ModelStage::backward_weight(int micro, int chunk) {
+  checker_.check(PipelineOp::BackwardWeight, micro, chunk);
+  Saved& saved = saved_.at({micro, chunk});
+  autograd::backward({saved.output}, {saved.output_grad});
+  saved_.erase({micro, chunk});
+  co_return;
+}
+
+Task ModelStage::finish() {
+  co_await when_all(sends_);
+  checker_.finish();
+}
+
+}  // namespace infini::parallel

@@ -1,0 +1,87 @@
+// A language model run as a pipeline stage: ModelStage is the PipelineStage whose forward and
+// backward run this rank's blocks of a model on real micro-batches, exchanging activations
+// and gradients (any dtype and shape: send_tensor) with the neighbouring stages of the
+// pipeline group. Virtual stage 0 also embeds the tokens; the last one also runs the head and
+// the loss. A step makes one ModelStage, runs a schedule on it and finishes it.
+module;
+#include <boost/asio/awaitable.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+export module infini.parallel:pipeline_model;
+import infini.nn;
+import :process_group;
+import :work;
+import :tensor_messages;
+import :pipeline_stage;
+
+export namespace infini::parallel {
+
+// A model as a pipeline sees it (GPT2 and LLaMA3 give theirs: embed, h, head and loss).
+struct PipelineModel {
+  std::function<Tensor(const Tensor& idx)> embed;  // idx (B, T) -> x (B, T, C)
+  std::vector<std::shared_ptr<nn::Module>> blocks;  // x -> x
+  std::function<Tensor(const Tensor& x, const Tensor& targets)> head_loss;  // -> the mean loss
+};
+
+// The blocks [first, last) of each of n virtual stages: `counts` of them (must add up to the
+// block count), or balanced (the first blocks % n stages one more). Error for a stage with
+// none, or counts that do not fit.
+std::vector<std::pair<int, int>> split_blocks(int blocks, int stages, const std::vector<int>& counts = {});
+
+class ModelStage final : public PipelineStage {
+ public:
+  // micro_batches[i]: inputs (read by virtual stage 0) and targets (by the last) of
+  // micro-batch i; each micro-batch's loss is scaled by loss_scale before backward (1 / m for
+  // the mean over the step). Gradients accumulate into the parameters' grad(). backward_input
+  // computes the input gradient with the graph kept and backward_weight runs the whole
+  // backward again for the weight gradients (correct, not yet cheaper). Posts every receive.
+  ModelStage(std::shared_ptr<ProcessGroup> group, PipelineShape shape, const PipelineModel& model,
+             std::vector<std::pair<int, int>> blocks_of_virtual_stage, std::vector<data::Example> micro_batches,
+             double loss_scale);
+
+  int rank() const override { return rank_; }
+  const PipelineShape& shape() const override { return shape_; }
+  Task forward(int micro, int chunk) override;
+  Task backward(int micro, int chunk) override;
+  Task backward_input(int micro, int chunk) override;
+  Task backward_weight(int micro, int chunk) override;
+  // Waits for the sends and checks that every pass ran.
+  Task finish();
+
+  // The sum of the micro-batches' losses (unscaled) on the rank of the last virtual stage, 0
+  // elsewhere.
+  double loss_sum() const { return loss_sum_; }
+
+ private:
+  struct Saved {
+    Tensor input;           // received activation (requires grad), undefined on virtual stage 0
+    Tensor output;          // sent activation, or the loss on the last virtual stage
+    Tensor output_grad;     // after backward_input, for backward_weight
+  };
+  enum Kind : int { kActivation = 0, kGradient = 1 };
+  Task input_gradient(PipelineOp op, int micro, int chunk);
+  int tag(Kind kind, int micro, int stage) const;
+  int rank_of(int stage) const { return stage % shape_.stages; }
+  TensorReceive& receive(Kind kind, int micro, int stage);
+
+  std::shared_ptr<ProcessGroup> group_;
+  int rank_;
+  PipelineShape shape_;
+  const PipelineModel& model_;
+  std::vector<std::pair<int, int>> blocks_;
+  std::vector<data::Example> batches_;
+  double loss_scale_, loss_sum_ = 0;
+  ScheduleChecker checker_;
+  std::map<std::pair<int, int>, Saved> saved_;  // by (micro, chunk)
+  std::map<std::tuple<int, int, int>, std::unique_ptr<TensorReceive>> receives_;  // (kind, micro, stage)
+  std::vector<Work> sends_;
+};
+
+}  // namespace infini::parallel
