@@ -1,15 +1,20 @@
 # cmake -DPROGRAM=<gpt2|llama3> -DCOMPARE=<compare_losses> -DDATA=<tests/data/gpt2-tiny> -DWORK_DIR=<dir>
 #       -DMODEL_FLAGS="--model|custom|..." -DLAUNCHER="mpirun|...|-np|N" -DEXTRA_FLAGS="--flag|value"
-#       -P check_same_losses.cmake
+#       [-DBATCH=<sequences per micro-batch, 4>] -P check_same_losses.cmake
 # The same 20 steps (random init from one seed, sequential batches) on one process and under
 # LAUNCHER with EXTRA_FLAGS (a parallel layout of the same global batch): every loss of the
-# second run within 5e-5 of the first's. Words of the lists are separated by '|'.
+# second run within 5e-5 of the first's. A step is 4 sequences of 16 tokens, in micro-batches of
+# BATCH per data-parallel rank. Words of the lists are separated by '|'.
 file(REMOVE_RECURSE "${WORK_DIR}")
 file(MAKE_DIRECTORY "${WORK_DIR}")
 string(REPLACE "|" ";" model_flags "${MODEL_FLAGS}")
 string(REPLACE "|" ";" launcher "${LAUNCHER}")
 string(REPLACE "|" ";" extra_flags "${EXTRA_FLAGS}")
-set(common ${model_flags} --input_bin "${DATA}/train.bin" --batch_size 4 --sequence_length 16 --num_iteration 20
+if(NOT BATCH)
+  set(BATCH 4)
+endif()
+set(common ${model_flags} --input_bin "${DATA}/train.bin" --batch_size ${BATCH} --sequence_length 16
+           --total_batch_size 64 --num_iteration 20
            --learning_rate 3e-3 --lr_schedule constant --weight_decay 0.1 --grad_clip 1.0 --shuffle 0 --seed 5)
 
 execute_process(COMMAND "${PROGRAM}" ${common} --metrics_out "${WORK_DIR}/one.jsonl"
