@@ -74,6 +74,9 @@ void add_train_flags(CLI::App& app, TrainFlags& f) {
                  "chunks of blocks per pipeline rank (--pp_schedule interleaved)")->check(CLI::PositiveNumber);
   app.add_option("--pp_schedule", f.pp_schedule, "pipeline schedule: gpipe, 1f1b, interleaved or zb-h1")
       ->check(CLI::IsMember({"gpipe", "1f1b", "interleaved", "zb-h1"}));
+  app.add_option("--pipeline_blocks", f.pipeline_blocks,
+                 "blocks of each virtual stage, e.g. 1,3 (default: balanced, the first stages one more)")
+      ->delimiter(',');
 }
 
 void prepare_run(const TrainFlags& f) {
@@ -292,7 +295,10 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
   if (ranks.world && !pipelined)
     ddp.emplace(lm.module, ranks.groups.dp, parallel::DDPOptions{.shard_gradients = zero});
   std::optional<PipelineRunner> pipeline;
-  if (pipelined) pipeline.emplace(lm, ranks.groups, layout, f.pp_schedule, static_cast<int>(micro_steps));
+  if (pipelined)
+    pipeline.emplace(lm, ranks.groups, layout, f.pp_schedule, static_cast<int>(micro_steps), f.pipeline_blocks);
+  else if (!f.pipeline_blocks.empty())
+    throw Error("train", "--pipeline_blocks splits the blocks between pipeline stages: it needs --pipeline_parallel > 1");
   auto optimizer = make_optimizer(params, zero ? &ddp->reducer() : nullptr, f);
   auto schedule = make_schedule(*optimizer, f);
   io::TrainingState state;

@@ -39,6 +39,7 @@ struct TrainFlags {
   int pipeline_parallel = 1;  // pipeline stages (mpirun), the blocks split between them
   int virtual_pipeline_parallel = 1;  // chunks of blocks per pipeline rank (interleaved schedule)
   std::string pp_schedule = "1f1b";   // gpipe, 1f1b, interleaved or zb-h1
+  std::vector<int> pipeline_blocks;   // blocks of each virtual stage (empty: balanced)
 };
 
 void add_train_flags(CLI::App& app, TrainFlags& flags);

@@ -27,7 +27,7 @@ Task run_step(const Schedule& schedule, ModelStage& stage) {
 }  // namespace
 
 PipelineRunner::PipelineRunner(const LanguageModel& lm, const ParallelGroups& groups, const Layout& layout,
-                               const std::string& schedule, int micro_batches)
+                               const std::string& schedule, int micro_batches, const std::vector<int>& block_counts)
     : lm_(lm),
       groups_(groups),
       shape_{.stages = layout.pp(), .virtual_stages = layout.vpp(), .micro_batches = micro_batches},
@@ -35,10 +35,10 @@ PipelineRunner::PipelineRunner(const LanguageModel& lm, const ParallelGroups& gr
   check_schedule_shape(schedule, shape_);
   simulate_pipeline(schedule_, shape_, {});  // the dry run: every call valid, nothing left waiting
   const int blocks = static_cast<int>(lm.blocks.size());
-  blocks_of_stage_ = split_blocks(blocks, shape_.stages * shape_.virtual_stages);
+  blocks_of_stage_ = split_blocks(blocks, shape_.stages * shape_.virtual_stages, block_counts);
   model_ = {.embed = lm.embed, .blocks = lm.blocks,
             .head_loss = [&lm](const Tensor& x, const Tensor& targets) { return lm.loss(lm.head(x), targets); }};
-  embedding_group_ = groups.pp->new_group({0, shape_.stages - 1}, "embedding");
+  if (shape_.stages > 1) embedding_group_ = groups.pp->new_group({0, shape_.stages - 1}, "embedding");
   // Owners: a block's parameters belong to its stage's rank, embed's to rank 0 (the tied ones
   // too), the rest (the head) to the last rank.
   std::vector<int> stage_of_block(static_cast<std::size_t>(blocks));

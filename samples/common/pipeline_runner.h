@@ -18,10 +18,12 @@ namespace samples {
 
 class PipelineRunner {
  public:
-  // Collective over the world (makes the embedding group). Error if the schedule cannot run
-  // the shape, or the dry run on the simulator fails.
+  // Collective over the world (makes the embedding group). block_counts: blocks of each
+  // virtual stage (empty: balanced). Error if the schedule cannot run the shape, the dry run on
+  // the simulator fails or the counts do not fit the model.
   PipelineRunner(const LanguageModel& lm, const infini::parallel::ParallelGroups& groups,
-                 const infini::parallel::Layout& layout, const std::string& schedule, int micro_batches);
+                 const infini::parallel::Layout& layout, const std::string& schedule, int micro_batches,
+                 const std::vector<int>& block_counts = {});
 
   // One step over `micro_batches` (this data-parallel rank's); returns the sum of their
   // losses on the ranks of the last stage (0 elsewhere). Gradients accumulate.
