@@ -225,6 +225,9 @@ io::Checkpoint load_state(const std::string& load, const Ranks& ranks, bool zero
     if (!zero && tp == 1 && std::filesystem::exists(std::filesystem::path(load) / "rank_0"))
       throw Error("train", concat("--load ", load, " holds a ZeRO-1 checkpoint (one shard per rank): resume it with "
                                   "--zero_stage 1 and its number of ranks"));
+    if (zero)
+      throw Error("train", concat("--load ", load, " has no ZeRO-1 shard for rank ", ranks.rank, " (", dir.string(),
+                                  "): it was written without --zero_stage 1 or by fewer ranks"));
     throw Error("train", concat("--load ", load, " has no training state for this rank (", dir.string(), "): it was ",
                                 "written with another --zero_stage or --tensor_parallel; resume with the same, or start "
                                 "a new run from its llm.c checkpoint with --llmc_filepath"));
