@@ -43,12 +43,13 @@ ScheduleChecker::ScheduleChecker(int rank, PipelineShape shape)
 }
 
 void ScheduleChecker::check(PipelineOp op, int micro, int chunk) {
-  const std::string where = concat("pipeline rank ", rank_, ", call ", calls_++, ": ", name(op), "(", micro, ", ", chunk, ")");
+  const int call = calls_++;
+  auto where = [&] { return concat("pipeline rank ", rank_, ", call ", call, ": ", name(op), "(", micro, ", ", chunk, ")"); };
   if (micro < 0 || micro >= shape_.micro_batches || chunk < 0 || chunk >= shape_.virtual_stages)
-    throw IndexError("pipeline schedule", concat(where, " is out of range (", shape_.micro_batches, " micro-batches, ",
+    throw IndexError("pipeline schedule", concat(where(), " is out of range (", shape_.micro_batches, " micro-batches, ",
                                                  shape_.virtual_stages, " chunks)"));
   std::uint8_t& s = state(micro, chunk);
-  auto fail = [&](const char* why) { throw Error("pipeline schedule", concat(where, ": ", why)); };
+  auto fail = [&](const char* why) { throw Error("pipeline schedule", concat(where(), ": ", why)); };
   switch (op) {
     case PipelineOp::Forward:
       if (s & kForward) fail("its forward already ran");
