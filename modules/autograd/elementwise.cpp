@@ -62,9 +62,10 @@ Tensor binary_fn(std::string_view name, BinaryOp op, const Tensor& a, const Tens
   record(name, {a, b}, {y}, {saves.a ? a : none, saves.b ? b : none, saves.y ? y : none},
          [grad = std::move(grad), ia = OperandInfo(a), ib = OperandInfo(b)](const TensorList& g, const TensorList& s) {
            if (!g[0].defined()) return TensorList{Tensor(), Tensor()};
-           auto [ga, gb] = grad(g[0], s[0], s[1], s[2], ia.requires_grad, ib.requires_grad);
-           return TensorList{ia.requires_grad ? reduce_grad(ga, ia) : Tensor(),
-                             ib.requires_grad ? reduce_grad(gb, ib) : Tensor()};
+           const bool need_a = ia.requires_grad && autograd::input_grad_needed(0);
+           const bool need_b = ib.requires_grad && autograd::input_grad_needed(1);
+           auto [ga, gb] = grad(g[0], s[0], s[1], s[2], need_a, need_b);
+           return TensorList{need_a ? reduce_grad(ga, ia) : Tensor(), need_b ? reduce_grad(gb, ib) : Tensor()};
          });
   return y;
 }

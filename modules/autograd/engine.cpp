@@ -1,10 +1,13 @@
 module;
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <queue>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -88,35 +91,119 @@ void check_finite(const Node& node, const TensorList& grads) {
   }
 }
 
-// One backward pass. With `targets`, the gradients arriving at those edges are returned
-// and no leaf's grad() is touched; without, leaves accumulate.
-TensorList run_engine(const std::vector<Edge>& roots, const TensorList& root_grads, bool keep_graph,
-                      bool create_graph, const std::vector<Edge>& targets) {
-  // How many edges point at each node reachable from the roots.
+// Which outputs of a node a pass computes (empty: all), as seen by input_grad_needed().
+thread_local const std::vector<bool>* wanted_outputs = nullptr;
+
+class WantedOutputsScope {
+ public:
+  explicit WantedOutputsScope(const std::vector<bool>* wanted) : previous_(wanted_outputs) { wanted_outputs = wanted; }
+  ~WantedOutputsScope() { wanted_outputs = previous_; }
+  WantedOutputsScope(const WantedOutputsScope&) = delete;
+  WantedOutputsScope& operator=(const WantedOutputsScope&) = delete;
+
+ private:
+  const std::vector<bool>* previous_;
+};
+
+using Pending = autograd::DeferredGrads::Pending;
+
+struct PassOptions {
+  bool keep_graph = false;
+  bool create_graph = false;
+  // With targets: the gradients arriving at these edges are returned, no leaf's grad() is
+  // touched, and only nodes on a path to a target run.
+  std::vector<Edge> targets;
+  // With targets: what flows towards other leaves is left in here (backward_input).
+  std::vector<Pending>* deferred = nullptr;
+};
+
+// Nodes from which a target is reachable (post-order walk over every valid edge).
+std::unordered_set<Node*> nodes_reaching(const std::vector<Pending>& starts, const std::vector<Edge>& targets) {
+  std::unordered_set<Node*> target_nodes;
+  for (const Edge& e : targets) target_nodes.insert(e.node.get());
+  std::unordered_set<Node*> reaching, done;
+  std::vector<std::pair<Node*, std::size_t>> stack;  // node, next edge to look at
+  for (const Pending& s : starts) {
+    if (!done.insert(s.node.get()).second) continue;
+    stack.emplace_back(s.node.get(), 0);
+    while (!stack.empty()) {
+      auto& [node, next] = stack.back();
+      const auto& edges = node->next_edges();
+      if (next < edges.size()) {
+        Node* child = edges[next++].node.get();
+        if (child && done.insert(child).second) stack.emplace_back(child, 0);
+        continue;
+      }
+      bool reaches = target_nodes.contains(node);
+      for (const Edge& e : edges) reaches = reaches || (e.valid() && reaching.contains(e.node.get()));
+      if (reaches) reaching.insert(node);
+      stack.pop_back();
+    }
+  }
+  return reaching;
+}
+
+// One backward pass from `starts` (nodes with the gradients they receive), each node run
+// once all of its incoming gradients have arrived, later-created nodes first.
+TensorList run_engine(std::vector<Pending> starts, const PassOptions& options) {
+  // backward_input with no inputs defers everything.
+  const bool targeted = !options.targets.empty() || options.deferred;
+  const std::unordered_set<Node*> reaching =
+      targeted ? nodes_reaching(starts, options.targets) : std::unordered_set<Node*>{};
+  // The outputs each node computes: a start's own mask, else (with targets) the edges
+  // towards a target, else all.
+  std::unordered_map<Node*, std::vector<bool>> wanted;
+  auto mask_of = [&](Node* n) -> const std::vector<bool>& {
+    auto [it, fresh] = wanted.try_emplace(n);
+    if (fresh && targeted)
+      for (const Edge& e : n->next_edges()) it->second.push_back(e.valid() && reaching.contains(e.node.get()));
+    return it->second;
+  };
+  auto is_wanted = [](const std::vector<bool>& mask, const Edge& e, std::size_t i) {
+    return e.valid() && (mask.empty() || mask[i]);
+  };
+
+  std::unordered_map<Node*, TensorList> buffers;
+  std::unordered_set<Node*> hooks_ran;
+  std::vector<std::shared_ptr<Node>> start_nodes;
+  for (Pending& s : starts) {
+    Node* n = s.node.get();
+    if (targeted && !reaching.contains(n)) {  // nothing here leads to a target
+      if (options.deferred) options.deferred->push_back(std::move(s));
+      continue;
+    }
+    if (!s.wanted.empty()) wanted[n] = std::move(s.wanted);  // backward_weight's re-runs
+    if (s.hooks_ran) hooks_ran.insert(n);
+    buffers[n] = std::move(s.grads);
+    start_nodes.push_back(std::move(s.node));
+  }
+
+  // How many wanted edges point at each node reachable from the starts.
   std::unordered_map<Node*, int> dependencies;
   std::unordered_set<Node*> seen;
   std::vector<Node*> stack;
-  for (const Edge& e : roots)
-    if (e.valid() && seen.insert(e.node.get()).second) stack.push_back(e.node.get());
+  for (const auto& n : start_nodes)
+    if (seen.insert(n.get()).second) stack.push_back(n.get());
   while (!stack.empty()) {
     Node* n = stack.back();
     stack.pop_back();
-    for (const Edge& e : n->next_edges()) {
-      if (!e.valid()) continue;
-      ++dependencies[e.node.get()];
-      if (seen.insert(e.node.get()).second) stack.push_back(e.node.get());
+    const std::vector<bool>& mask = mask_of(n);
+    const auto& edges = n->next_edges();
+    for (std::size_t i = 0; i < edges.size(); ++i) {
+      if (!is_wanted(mask, edges[i], i)) continue;
+      ++dependencies[edges[i].node.get()];
+      if (seen.insert(edges[i].node.get()).second) stack.push_back(edges[i].node.get());
     }
   }
 
-  GradMode::set_enabled(create_graph);  // restored by the caller's guard
-  std::unordered_map<Node*, TensorList> buffers;
+  GradMode::set_enabled(options.create_graph);  // restored by the caller's guard
   auto deliver = [&](const Edge& e, const Tensor& g) {
     TensorList& buffer = buffers[e.node.get()];
     buffer.resize(e.node->num_outputs());
     if (!g.defined()) return;
     Tensor& slot = buffer.at(e.input_nr);
     // Without create_graph, a buffer nothing else holds is summed into in place.
-    if (slot.defined() && !create_graph && slot.is_exclusive() && slot.shape() == g.shape() &&
+    if (slot.defined() && !options.create_graph && slot.is_exclusive() && slot.shape() == g.shape() &&
         slot.dtype() == g.dtype() && slot.device() == g.device())
       kernels::binary_(BinaryOp::Add, slot, g);
     else
@@ -124,14 +211,10 @@ TensorList run_engine(const std::vector<Edge>& roots, const TensorList& root_gra
   };
   std::priority_queue<std::shared_ptr<Node>, std::vector<std::shared_ptr<Node>>, LaterFirst> ready;
   std::unordered_set<Node*> queued;
-  for (std::size_t i = 0; i < roots.size(); ++i) {
-    if (!roots[i].valid()) continue;
-    deliver(roots[i], root_grads[i]);
-    if (dependencies[roots[i].node.get()] == 0 && queued.insert(roots[i].node.get()).second) ready.push(roots[i].node);
-  }
+  for (const auto& n : start_nodes)
+    if (dependencies[n.get()] == 0 && queued.insert(n.get()).second) ready.push(n);
 
-  TensorList captured(targets.size());
-  const bool capture = !targets.empty();
+  TensorList captured(options.targets.size());
   PassCallbacks callbacks;
   while (!ready.empty()) {
     std::shared_ptr<Node> node = ready.top();
@@ -139,31 +222,76 @@ TensorList run_engine(const std::vector<Edge>& roots, const TensorList& root_gra
     TensorList grads = std::move(buffers[node.get()]);
     buffers.erase(node.get());
     grads.resize(node->num_outputs());
-    for (const auto& hook : node->pre_hooks()) {
-      TensorList replaced = hook(grads);
-      if (!replaced.empty()) grads = std::move(replaced);
-    }
     auto* accumulate = dynamic_cast<AccumulateGrad*>(node.get());
-    if (accumulate) grads[0] = accumulate->run_hooks(grads[0]);
-    for (std::size_t k = 0; k < targets.size(); ++k)
-      if (targets[k].node == node) captured[k] = grads.at(targets[k].input_nr);
-    if (accumulate && capture) continue;
+    if (!hooks_ran.contains(node.get())) {
+      for (const auto& hook : node->pre_hooks()) {
+        TensorList replaced = hook(grads);
+        if (!replaced.empty()) grads = std::move(replaced);
+      }
+      if (accumulate) grads[0] = accumulate->run_hooks(grads[0]);
+    }
+    for (std::size_t k = 0; k < options.targets.size(); ++k)
+      if (options.targets[k].node == node) captured[k] = grads.at(options.targets[k].input_nr);
+    if (accumulate && targeted) continue;
+
+    const std::vector<bool>& mask = mask_of(node.get());
+    const auto& edges = node->next_edges();
+    // backward_input: the outputs this pass leaves out, for backward_weight.
+    std::vector<bool> rest;
+    if (options.deferred && !mask.empty())
+      for (std::size_t i = 0; i < edges.size(); ++i) rest.push_back(edges[i].valid() && !mask[i]);
+    const bool defers = std::ranges::find(rest, true) != rest.end();
+    if (defers) options.deferred->push_back({node, grads, rest, true});
+    if (targeted && std::ranges::none_of(mask, [](bool w) { return w; })) continue;
 
     const TensorList grads_in = node->post_hooks().empty() ? TensorList{} : grads;
-    TensorList outputs = node->apply(std::move(grads));
+    TensorList outputs;
+    {
+      WantedOutputsScope scope(&mask);
+      outputs = node->apply(std::move(grads));
+    }
     if (anomaly_mode) check_finite(*node, outputs);
     for (const auto& hook : node->post_hooks()) hook(outputs, grads_in);
-    if (!keep_graph) node->release_saved();
+    if (!options.keep_graph && !defers) node->release_saved();
 
-    const auto& edges = node->next_edges();
     for (std::size_t i = 0; i < edges.size(); ++i) {
-      if (!edges[i].valid()) continue;
+      if (!is_wanted(mask, edges[i], i)) continue;
       deliver(edges[i], i < outputs.size() ? outputs[i] : Tensor());
       if (--dependencies[edges[i].node.get()] == 0) ready.push(edges[i].node);
     }
   }
   callbacks.finish();
   return captured;
+}
+
+// The pass's starts from root edges and their gradients (roots sharing a node summed).
+std::vector<Pending> starts_of(const std::vector<Edge>& roots, const TensorList& root_grads) {
+  std::vector<Pending> starts;
+  for (std::size_t i = 0; i < roots.size(); ++i) {
+    if (!roots[i].valid()) continue;
+    auto it = std::ranges::find_if(starts, [&](const Pending& s) { return s.node == roots[i].node; });
+    if (it == starts.end()) {
+      starts.push_back({roots[i].node, TensorList(roots[i].node->num_outputs()), {}, false});
+      it = starts.end() - 1;
+    }
+    Tensor& slot = it->grads.at(roots[i].input_nr);
+    slot = slot.defined() ? add(slot, root_grads[i]) : root_grads[i];
+  }
+  return starts;
+}
+
+// Runs a pass with grad mode restored afterwards, also when it throws.
+TensorList run_guarded(std::vector<Pending> starts, const PassOptions& options) {
+  const bool previous = GradMode::is_enabled();
+  TensorList result;
+  try {
+    result = run_engine(std::move(starts), options);
+  } catch (...) {
+    GradMode::set_enabled(previous);
+    throw;
+  }
+  GradMode::set_enabled(previous);
+  return result;
 }
 
 // Roots and their gradients, checked; a missing gradient of a one-element root is 1.
@@ -212,39 +340,57 @@ void backward(const TensorList& roots, const TensorList& grad_roots, bool retain
   std::vector<Edge> edges;
   TensorList grads;
   prepare_roots("backward", roots, grad_roots, edges, grads);
-  const bool previous = GradMode::is_enabled();
-  try {
-    run_engine(edges, grads, retain_graph || create_graph, create_graph, {});
-  } catch (...) {
-    GradMode::set_enabled(previous);
-    throw;
-  }
-  GradMode::set_enabled(previous);
+  run_guarded(starts_of(edges, grads), {.keep_graph = retain_graph || create_graph, .create_graph = create_graph});
 }
+
+namespace {
+
+std::vector<Edge> input_edges(std::string_view op, const TensorList& inputs) {
+  std::vector<Edge> targets;
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i].requires_grad()) throw Error(op, concat("input ", i, " does not require grad"));
+    targets.push_back(gradient_edge(inputs[i]));
+  }
+  return targets;
+}
+
+}  // namespace
 
 TensorList grad(const TensorList& outputs, const TensorList& inputs, const TensorList& grad_outputs,
                 std::optional<bool> retain_graph, bool create_graph, bool allow_unused) {
   std::vector<Edge> edges;
   TensorList grads;
   prepare_roots("grad", outputs, grad_outputs, edges, grads);
-  std::vector<Edge> targets;
-  for (std::size_t i = 0; i < inputs.size(); ++i) {
-    if (!inputs[i].requires_grad()) throw Error("grad", concat("input ", i, " does not require grad"));
-    targets.push_back(gradient_edge(inputs[i]));
-  }
-  const bool previous = GradMode::is_enabled();
-  TensorList result;
-  try {
-    result = run_engine(edges, grads, retain_graph.value_or(create_graph), create_graph, targets);
-  } catch (...) {
-    GradMode::set_enabled(previous);
-    throw;
-  }
-  GradMode::set_enabled(previous);
+  TensorList result = run_guarded(starts_of(edges, grads), {.keep_graph = retain_graph.value_or(create_graph),
+                                                            .create_graph = create_graph,
+                                                            .targets = input_edges("grad", inputs)});
   for (std::size_t i = 0; i < result.size(); ++i)
     if (!result[i].defined() && !allow_unused)
       throw Error("grad", concat("input ", i, " was not used to compute the outputs (pass allow_unused=true)"));
   return result;
+}
+
+TensorList backward_input(const TensorList& outputs, const TensorList& inputs, const TensorList& grad_outputs,
+                          DeferredGrads& deferred, bool retain_graph) {
+  if (!deferred.empty())
+    throw Error("backward_input", "expected an empty DeferredGrads (run backward_weight on the previous one first)");
+  std::vector<Edge> edges;
+  TensorList grads;
+  prepare_roots("backward_input", outputs, grad_outputs, edges, grads);
+  return run_guarded(starts_of(edges, grads), {.keep_graph = retain_graph,
+                                               .targets = input_edges("backward_input", inputs),
+                                               .deferred = &deferred.pending_});
+}
+
+void backward_weight(DeferredGrads& deferred, bool retain_graph) {
+  std::vector<Pending> starts = std::move(deferred.pending_);
+  deferred.pending_.clear();
+  run_guarded(std::move(starts), {.keep_graph = retain_graph});
+}
+
+bool input_grad_needed(std::size_t input) {
+  if (!wanted_outputs || wanted_outputs->empty()) return true;
+  return input < wanted_outputs->size() && (*wanted_outputs)[input];
 }
 
 void queue_callback(std::function<void()> callback) {

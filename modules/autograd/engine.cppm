@@ -1,6 +1,7 @@
 // The backward engine: runs the graph behind some roots iteratively (no recursion), each
 // node once all of its incoming gradients have arrived, later-created nodes first.
 module;
+#include <cstddef>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -45,6 +46,45 @@ void backward(const TensorList& roots, const TensorList& grad_roots = {}, bool r
 // retain_graph defaults to create_graph.
 TensorList grad(const TensorList& outputs, const TensorList& inputs, const TensorList& grad_outputs = {},
                 std::optional<bool> retain_graph = {}, bool create_graph = false, bool allow_unused = false);
+
+// Weight gradients a split backward left for later: the nodes that still owe gradients
+// towards parameters, with the gradients they received (zero-bubble pipelines' W step).
+class DeferredGrads {
+ public:
+  bool empty() const noexcept { return pending_.empty(); }
+
+  // One node to run again: with `grads` (its pre hooks already applied when hooks_ran),
+  // computing only the outputs `wanted` marks (empty: all).
+  struct Pending {
+    std::shared_ptr<Node> node;
+    TensorList grads;
+    std::vector<bool> wanted;
+    bool hooks_ran = false;
+  };
+
+ private:
+  friend TensorList backward_input(const TensorList&, const TensorList&, const TensorList&, DeferredGrads&, bool);
+  friend void backward_weight(DeferredGrads&, bool);
+  std::vector<Pending> pending_;
+};
+
+// The first half of a split backward: the gradients of `outputs` w.r.t. `inputs`, like
+// grad(), computing only what they need. A node whose gradient also flows towards other
+// leaves (the parameters) computes just its input-side outputs now; it and the gradients it
+// received go into `deferred`, which must be empty. With no inputs all of it is deferred.
+// What backward_weight will not run again is freed unless retain_graph.
+TensorList backward_input(const TensorList& outputs, const TensorList& inputs, const TensorList& grad_outputs,
+                          DeferredGrads& deferred, bool retain_graph = false);
+
+// The second half: runs what backward_input deferred, accumulating into the leaves'
+// grad() what backward() would have, then empties `deferred` (and frees the graph unless
+// retain_graph).
+void backward_weight(DeferredGrads& deferred, bool retain_graph = false);
+
+// Inside a backward closure: whether the running pass uses the gradient of forward input
+// `input` (grad() and backward_input skip what their inputs do not depend on). Costly
+// closures skip computing unused gradients; an unused one that is computed is dropped.
+bool input_grad_needed(std::size_t input);
 
 // From inside a backward pass (a hook or a node): runs `callback` once that pass has run
 // every node, before backward() returns, in the order queued (PyTorch's

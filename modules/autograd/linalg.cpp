@@ -47,11 +47,11 @@ Tensor product(const Tensor& a, const Tensor& b, const kernels::MatmulOptions& o
            Tensor gl = g[0];  // batch + (m, n)
            if (ib.shape.size() == 1) gl = gl.unsqueeze(-1);
            if (ia.shape.size() == 1) gl = gl.unsqueeze(-2);
-           if (ia.requires_grad) {
+           if (ia.requires_grad && autograd::input_grad_needed(0)) {
              const Tensor da = matmul(gl, as_column(s[1]).transpose(-1, -2));  // batch + (m, k)
              grads[0] = scaled(sum_to(da, row_shape(ia.shape)), alpha).reshape(ia.shape);
            }
-           if (ib.requires_grad) {
+           if (ib.requires_grad && autograd::input_grad_needed(1)) {
              const Tensor al = as_row(s[0]);
              const Shape bl = column_shape(ib.shape);
              Tensor db;
@@ -64,7 +64,7 @@ Tensor product(const Tensor& a, const Tensor& b, const kernels::MatmulOptions& o
              }
              grads[1] = scaled(db, alpha).reshape(ib.shape);
            }
-           if (ibias.requires_grad) grads[2] = sum_to(scaled(g[0], beta), ibias.shape);
+           if (ibias.requires_grad && autograd::input_grad_needed(2)) grads[2] = sum_to(scaled(g[0], beta), ibias.shape);
            return grads;
          });
   return y;
@@ -132,13 +132,13 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
          [ix, iw, ibias, count = inputs.size()](const TensorList& g, const TensorList& s) {
            TensorList grads(count);
            if (!g[0].defined()) return grads;
-           if (ix.requires_grad) grads[0] = matmul(g[0], s[1]);  // (*, out) @ (out, in)
-           if (iw.requires_grad) {
+           if (ix.requires_grad && autograd::input_grad_needed(0)) grads[0] = matmul(g[0], s[1]);  // (*, out) @ (out, in)
+           if (iw.requires_grad && autograd::input_grad_needed(1)) {
              const std::int64_t rows = rows_of(ix.shape), in = ix.shape.back(), out = iw.shape[0];
              const Tensor g2 = g[0].reshape({rows, out}), x2 = s[0].reshape({rows, in});
              grads[1] = matmul(g2.transpose(0, 1), x2);  // (out, rows) @ (rows, in)
            }
-           if (ibias.requires_grad) grads[2] = sum_to(g[0], ibias.shape);
+           if (ibias.requires_grad && autograd::input_grad_needed(2)) grads[2] = sum_to(g[0], ibias.shape);
            return grads;
          });
   return y;

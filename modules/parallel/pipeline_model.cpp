@@ -114,8 +114,9 @@ Task ModelStage::input_gradient(PipelineOp op, int micro, int chunk) {
     if (s > 0) input_grad = saved.input.grad();
     saved_.erase({micro, chunk});
   } else {
-    if (s > 0) input_grad = autograd::grad({saved.output}, {saved.input}, {output_grad}, /*retain_graph=*/true)[0];
-    saved.output_grad = output_grad;
+    const TensorList inputs = s > 0 ? TensorList{saved.input} : TensorList{};
+    const TensorList grads = autograd::backward_input({saved.output}, inputs, {output_grad}, saved.deferred);
+    if (s > 0) input_grad = grads[0];
   }
   if (s > 0) sends_.push_back(send_tensor(*group_, input_grad, rank_of(s - 1), tag(kGradient, micro, s - 1)));
 }
@@ -123,7 +124,7 @@ Task ModelStage::input_gradient(PipelineOp op, int micro, int chunk) {
 Task ModelStage::backward_weight(int micro, int chunk) {
   checker_.check(PipelineOp::BackwardWeight, micro, chunk);
   Saved& saved = saved_.at({micro, chunk});
-  autograd::backward({saved.output}, {saved.output_grad});
+  autograd::backward_weight(saved.deferred);
   saved_.erase({micro, chunk});
   co_return;
 }

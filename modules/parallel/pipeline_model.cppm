@@ -40,8 +40,9 @@ class ModelStage final : public PipelineStage {
   // micro_batches[i]: inputs (read by virtual stage 0) and targets (by the last) of
   // micro-batch i; each micro-batch's loss is scaled by loss_scale before backward (1 / m for
   // the mean over the step). Gradients accumulate into the parameters' grad(). backward_input
-  // computes the input gradient with the graph kept and backward_weight runs the whole
-  // backward again for the weight gradients (correct, not yet cheaper). Posts every receive.
+  // computes only what the input gradient needs (autograd::backward_input) and
+  // backward_weight the rest: the parameters' gradients (on virtual stage 0, which has no
+  // input gradient to send, all of the backward). Posts every receive.
   ModelStage(std::shared_ptr<ProcessGroup> group, PipelineShape shape, const PipelineModel& model,
              std::vector<std::pair<int, int>> blocks_of_virtual_stage, std::vector<data::Example> micro_batches,
              double loss_scale);
@@ -63,7 +64,7 @@ class ModelStage final : public PipelineStage {
   struct Saved {
     Tensor input;           // received activation (requires grad), undefined on virtual stage 0
     Tensor output;          // sent activation, or the loss on the last virtual stage
-    Tensor output_grad;     // after backward_input, for backward_weight
+    autograd::DeferredGrads deferred;  // what backward_input left for backward_weight
   };
   enum Kind : int { kActivation = 0, kGradient = 1 };
   Task input_gradient(PipelineOp op, int micro, int chunk);
