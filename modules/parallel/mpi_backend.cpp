@@ -2,26 +2,31 @@
 // it), completed by one progress engine per process that polls every outstanding request
 // with MPI_Testsome.
 //
-// Thread level: MPI_THREAD_SERIALIZED. Every MPI call of Infini is made by the thread that
-// drives the rank (its io_context and its blocking waits); SERIALIZED also lets that be a
-// thread other than main, which FUNNELED would not. MULTIPLE is not needed and costs a lock
-// on every call in Open MPI.
+// Thread level: MPI_THREAD_MULTIPLE when the library provides it, else SERIALIZED. Every MPI
+// call of Infini's operations is made by the thread that drives the rank (its io_context and
+// its blocking waits); with MULTIPLE a transport thread also enters MPI while requests are
+// outstanding, so that messages move while the rank computes (TransportThread below).
 module;
 #include <mpi.h>
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <pthread.h>
 
+#include <chrono>
 #include <climits>
+#include <condition_variable>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <functional>
 #include <limits>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 module infini.parallel;
 
@@ -42,7 +47,7 @@ void ensure_mpi() {
   MPI_Initialized(&initialized);
   if (initialized) return;
   int provided = 0;
-  if (const int rc = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided); rc != MPI_SUCCESS)
+  if (const int rc = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided); rc != MPI_SUCCESS)
     throw CommError("init_process_group", concat("MPI_Init_thread failed: ", mpi_error_text(rc)));
   initialized_by_infini = true;
   if (provided < MPI_THREAD_SERIALIZED)
@@ -128,6 +133,80 @@ MPI_Op mpi_op(ReduceOp op, DataType t) {
   return ops[i];
 }
 
+// Open MPI has no progress thread: a message moves only while its ranks call into MPI, so a
+// rank that computes for a second after MPI_Isend holds its peer's receive back that long.
+// While the engine has requests outstanding, this thread enters MPI every interval (an
+// MPI_Iprobe on its own duplicate of MPI_COMM_SELF, which runs Open MPI's progress loop),
+// moving transfers during compute; it touches none of the engine's requests (the rank's own
+// polls still find the completions) and sleeps on a condition variable otherwise. Needs
+// MPI_THREAD_MULTIPLE. INFINI_MPI_PROGRESS_US sets the interval (default 1000; 0: no thread).
+class TransportThread {
+ public:
+  // The process's thread, started on first use; null when disabled or without MULTIPLE.
+  static TransportThread* instance() {
+    static TransportThread* thread = make();  // never destroyed: stop() joins it before MPI_Finalize
+    return thread;
+  }
+
+  void set_active(bool active) {
+    {
+      std::lock_guard lock(mutex_);
+      active_ = active;
+    }
+    if (active) wake_.notify_one();
+  }
+
+  void stop() {
+    {
+      std::lock_guard lock(mutex_);
+      stop_ = true;
+    }
+    wake_.notify_one();
+    if (thread_.joinable()) thread_.join();
+  }
+
+  static bool started() { return started_; }
+
+ private:
+  explicit TransportThread(std::chrono::microseconds interval) : interval_(interval) {
+    MPI_Comm_dup(MPI_COMM_SELF, &comm_);
+    thread_ = std::thread([this] { run(); });
+    pthread_setname_np(thread_.native_handle(), "infini-mpi");
+    started_ = true;
+  }
+
+  static TransportThread* make() {
+    int provided = 0;
+    MPI_Query_thread(&provided);
+    if (provided < MPI_THREAD_MULTIPLE) return nullptr;
+    long us = 1000;
+    if (const char* text = std::getenv("INFINI_MPI_PROGRESS_US")) us = std::strtol(text, nullptr, 10);
+    if (us <= 0) return nullptr;
+    return new TransportThread(std::chrono::microseconds(us));
+  }
+
+  void run() {
+    std::unique_lock lock(mutex_);
+    while (true) {
+      wake_.wait(lock, [this] { return active_ || stop_; });
+      if (stop_) return;
+      lock.unlock();
+      int flag = 0;
+      MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm_, &flag, MPI_STATUS_IGNORE);
+      std::this_thread::sleep_for(interval_);
+      lock.lock();
+    }
+  }
+
+  static inline bool started_ = false;
+  std::chrono::microseconds interval_;
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool active_ = false, stop_ = false;
+  std::thread thread_;
+};
+
 // The process's MPI progress engine: every outstanding request of every communicator.
 class MpiProgress final : public Progress {
  public:
@@ -198,6 +277,15 @@ class MpiProgress final : public Progress {
       requests_.push_back(r);
       owners_.push_back(pending);
     }
+    update_transport_thread();
+  }
+
+  // The transport thread runs while requests are outstanding (told on changes only).
+  void update_transport_thread() {
+    const bool active = !requests_.empty();
+    if (active == transport_active_) return;
+    transport_active_ = active;
+    if (TransportThread* thread = TransportThread::instance()) thread->set_active(active);
   }
 
   // The step of `p` completed: issue its next step or complete it.
@@ -243,6 +331,7 @@ class MpiProgress final : public Progress {
     }
     requests_.resize(kept);
     owners_.resize(kept);
+    update_transport_thread();
   }
 
   // Requests of failed (timed-out) operations cannot be cancelled (collectives) and may
@@ -260,6 +349,7 @@ class MpiProgress final : public Progress {
     }
     requests_.resize(kept);
     owners_.resize(kept);
+    update_transport_thread();
   }
 
   void fail_all(const std::string& message) {
@@ -276,6 +366,7 @@ class MpiProgress final : public Progress {
   std::vector<std::shared_ptr<Pending>> abandoned_;
   std::vector<int> indices_;
   bool polling_ = false;
+  bool transport_active_ = false;
   asio::any_io_executor executor_;
   std::optional<asio::steady_timer> timer_;
   PollBackoff backoff_;
@@ -553,6 +644,7 @@ void finalize_mpi() {
   int initialized = 0, finalized = 0;
   MPI_Initialized(&initialized);
   MPI_Finalized(&finalized);
+  if (TransportThread::started()) TransportThread::instance()->stop();
   if (initialized && !finalized && initialized_by_infini) MPI_Finalize();
 }
 
