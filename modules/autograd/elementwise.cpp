@@ -134,7 +134,8 @@ Tensor pow(const Tensor& base, const Tensor& exponent) {
   return binary_fn("pow", BinaryOp::Pow, base, exponent, {.a = true, .b = true, .y = true},
                    [](const Tensor& g, const Tensor& a, const Tensor& b, const Tensor& y, bool need_a, bool need_b) {
                      Tensor ga, gb;
-                     if (need_a) ga = mul(g, mul(b, pow(a, sub(b, 1.0))));
+                     // d(a^b)/da = b a^(b-1), taken as 0 where b == 0 (PyTorch's; 0 * 0^-1 would be NaN).
+                     if (need_a) ga = where(eq(b, 0), 0.0, mul(g, mul(b, pow(a, sub(b, 1.0)))));
                      // d(a^b)/db = a^b log a, taken as 0 where a == 0 and b >= 0 (PyTorch's convention).
                      if (need_b) gb = where(logical_and(eq(a, 0), ge(b, 0)), 0.0, mul(g, mul(y, log(a))));
                      return std::pair{ga, gb};
@@ -243,7 +244,9 @@ Tensor leaky_relu(const Tensor& x, double slope) {
 Tensor elu(const Tensor& x, double alpha) {
   return unary_fn("elu", UnaryOp::Elu, x, Saves::Input,
                   [alpha](const Tensor& g, const Tensor& x, const Tensor&) {
-                    return where(gt(x, 0), g, mul(g, mul(exp(x), alpha)));
+                    // exp of min(x, 0): the branch where() drops must not overflow, or its
+                    // 0 * inf would make the second derivative NaN.
+                    return where(gt(x, 0), g, mul(g, mul(exp(clamp(x, std::nullopt, 0.0)), alpha)));
                   },
                   {.a = alpha});
 }

@@ -2,9 +2,11 @@ module;
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <numbers>
 #include <optional>
 #include <string_view>
+#include <utility>
 #include <vector>
 module infini.autograd;
 
@@ -109,6 +111,52 @@ Tensor fused_cross_entropy(const Tensor& input, const Tensor& target, const Cros
     case Reduction::Mean: return div(sum(rows), sum(ne(t, ignore).to(rows.dtype())));
   }
   return rows;
+}
+
+// log(1 + exp(-x)) = max(-x, 0) + log1p(exp(-|x|)): no exp overflows, for any x. Its
+// derivative -sigmoid(-x) is recorded as one node (the composition's abs and relu would
+// give 0 at x = 0).
+Tensor log1p_exp_neg(const Tensor& x) {
+  Tensor y;
+  {
+    NoGradGuard no_grad;
+    y = add(relu(neg(x)), log1p(exp(neg(abs(x)))));
+  }
+  record("binary_cross_entropy_with_logits", {x}, {y}, {x}, [](const TensorList& g, const TensorList& s) {
+    if (!g[0].defined()) return TensorList{Tensor()};
+    return TensorList{neg(mul(g[0], sigmoid(neg(s[0]))))};
+  });
+  return y;
+}
+
+// Elementwise -(t log p + (1 - t) log(1 - p)), the logs clamped at -100 so that 0 * log(0)
+// stays finite. Gradients as PyTorch's: (p - t) / max(p (1 - p), 1e-12) for p, finite at
+// p = 0 and 1 (where the logs' 1/p and 1/(1 - p) are not), and log(1 - p) - log(p) for t.
+Tensor binary_cross_entropy_terms(const Tensor& p, const Tensor& t) {
+  const auto logs = [](const Tensor& p) {
+    return std::pair{clamp(log(p), -100.0, std::nullopt), clamp(log(rsub(p, 1.0)), -100.0, std::nullopt)};
+  };
+  Tensor loss;
+  {
+    NoGradGuard no_grad;
+    const auto [log_p, log_q] = logs(p);
+    loss = neg(add(mul(t, log_p), mul(rsub(t, 1.0), log_q)));
+  }
+  record("binary_cross_entropy", {p, t}, {loss}, {p, t},
+         [logs, p_needs = p.requires_grad(), t_needs = t.requires_grad(), p_dtype = p.dtype(),
+          t_dtype = t.dtype()](const TensorList& g, const TensorList& s) {
+           if (!g[0].defined()) return TensorList{Tensor(), Tensor()};
+           const Tensor &p = s[0], &t = s[1];
+           Tensor grad_p, grad_t;
+           if (p_needs && autograd::input_grad_needed(0))
+             grad_p = div(mul(g[0], sub(p, t)), clamp(mul(p, rsub(p, 1.0)), 1e-12, std::nullopt)).to(p_dtype);
+           if (t_needs && autograd::input_grad_needed(1)) {
+             const auto [log_p, log_q] = logs(p);
+             grad_t = mul(g[0], sub(log_q, log_p)).to(t_dtype);
+           }
+           return TensorList{grad_p, grad_t};
+         });
+  return loss;
 }
 
 }  // namespace
@@ -246,10 +294,7 @@ Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const std
                               kernels::reduce(ReduceOp::Max, input).item<double>() > 1))
       throw Error("binary_cross_entropy", "input values must be probabilities in [0, 1]");
   }
-  // PyTorch clamps the logs at -100 so that 0 * log(0) stays finite.
-  const Tensor log_p = clamp(log(input), -100.0, std::nullopt);
-  const Tensor log_q = clamp(log(rsub(input, 1.0)), -100.0, std::nullopt);
-  Tensor loss = neg(add(mul(target, log_p), mul(rsub(target, 1.0), log_q)));
+  Tensor loss = binary_cross_entropy_terms(input, target);
   if (weight) loss = mul(loss, *weight);
   return reduce(loss, reduction);
 }
@@ -258,11 +303,10 @@ Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& targe
                                         Reduction reduction, const std::optional<Tensor>& pos_weight) {
   check_same_shape("binary_cross_entropy_with_logits", input, target);
   check_floating("binary_cross_entropy_with_logits", input);
-  // loss = (1 - t) x + (1 + (pw - 1) t) * log(1 + exp(-x)), with log(1 + exp(-x)) computed
-  // stably as softplus(-x).
-  const Tensor log_sigmoid_neg = softplus(neg(input), 1.0, 1e300);
+  // loss = (1 - t) x + (1 + (pw - 1) t) * log(1 + exp(-x))
+  const Tensor neg_log_sigmoid = log1p_exp_neg(input);
   Tensor scale = pos_weight ? add(mul(target, sub(*pos_weight, 1.0)), 1.0) : ones_like(target);
-  Tensor loss = add(mul(rsub(target, 1.0), input), mul(scale, log_sigmoid_neg));
+  Tensor loss = add(mul(rsub(target, 1.0), input), mul(scale, neg_log_sigmoid));
   if (weight) loss = mul(loss, *weight);
   return reduce(loss, reduction);
 }
@@ -278,9 +322,13 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const std::opt
   return y;
 }
 
-Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const std::optional<Tensor>& weight, double eps) {
+Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const std::optional<Tensor>& weight,
+                std::optional<double> eps) {
   const std::vector<std::int64_t> dims = normalized_dims("rms_norm", x, normalized_shape, weight, {});
-  Tensor y = mul(x, rsqrt(add(mean(mul(x, x), dims, true), eps)));
+  // PyTorch's default: the machine epsilon of the type it computes in (float32 for 16-bit floats).
+  const double default_eps = x.dtype() == kFloat64 ? std::numeric_limits<double>::epsilon()
+                                                   : std::numeric_limits<float>::epsilon();
+  Tensor y = mul(x, rsqrt(add(mean(mul(x, x), dims, true), eps.value_or(default_eps))));
   return weight ? mul(y, *weight) : y;
 }
 

@@ -47,8 +47,9 @@ Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& targe
 // Normalises over the trailing dims given by normalized_shape; weight/bias of that shape.
 Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const std::optional<Tensor>& weight = {},
                   const std::optional<Tensor>& bias = {}, double eps = 1e-5);
+// eps defaults to PyTorch's: the machine epsilon of float64 for float64 x, of float32 otherwise.
 Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const std::optional<Tensor>& weight = {},
-                double eps = 1e-6);
+                std::optional<double> eps = std::nullopt);
 // x (N, C, ...). Training: batch statistics, and running_mean/var (C) updated in place
 // with momentum (running_var gets the unbiased variance). Eval: the running statistics.
 Tensor batch_norm(const Tensor& x, const std::optional<Tensor>& running_mean, const std::optional<Tensor>& running_var,

@@ -160,6 +160,19 @@ Tensor variance(const Tensor& x, const std::vector<std::int64_t>& dims, const Ma
   return div(sum(mul(centered, centered), dims, keepdim), std::max(0.0, n - correction));
 }
 
+// sqrt of a variance, for std: its gradient g / (2 std) is taken as 0 where std is 0 (a
+// constant group), as PyTorch's std_backward does; the variance's own gradient is 0 there,
+// and inf * 0 would be NaN.
+Tensor std_of_variance(const Tensor& v) {
+  Tensor y = kernels::unary(UnaryOp::Sqrt, v);
+  record("std", {v}, {y}, {y}, [](const TensorList& g, const TensorList& s) {
+    if (!g[0].defined()) return TensorList{Tensor()};
+    const Tensor zero = eq(s[0], 0);
+    return TensorList{where(zero, 0.0, div(g[0], mul(where(zero, 1.0, s[0]), 2.0)))};
+  });
+  return y;
+}
+
 }  // namespace
 
 Tensor sum(const Tensor& x, const std::vector<std::int64_t>& dims, bool keepdim) {
@@ -195,7 +208,7 @@ Tensor var(const Tensor& x, const std::vector<std::int64_t>& dims, double correc
 Tensor std(const Tensor& x, const std::vector<std::int64_t>& dims, double correction, bool keepdim) {
   require_floating("std", x);
   const Mask mask = kernels::reduction_mask("std", dims, x.dim());
-  return downcast(sqrt(variance(upcast(x), dims, mask, correction, keepdim)), x.dtype());
+  return downcast(std_of_variance(variance(upcast(x), dims, mask, correction, keepdim)), x.dtype());
 }
 
 Tensor amax(const Tensor& x, const std::vector<std::int64_t>& dims, bool keepdim) {

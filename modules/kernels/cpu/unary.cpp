@@ -97,13 +97,13 @@ void unary_same(const Tensor& out, const Tensor& in, UnaryOp op, UnaryParams p) 
     case UnaryOp::Floor:
       if constexpr (std::is_floating_point_v<C>) return map<T, T>(out, in, [](C x) { return std::floor(x); });
       else return map<T, T>(out, in, [](C x) { return x; });
-    case UnaryOp::Clamp: {  // NaN bounds mean unbounded; NaN inputs stay NaN
+    case UnaryOp::Clamp: {  // min(max(x, lo), hi) (all hi when lo > hi); NaN bounds mean unbounded; NaN stays NaN
       const double lo = p.a, hi = p.b;
       return map<T, T>(out, in, [lo, hi](C x) {
         if (is_nan(x)) return x;
-        if (!std::isnan(lo) && static_cast<double>(x) < lo) return convert<C>(lo);
-        if (!std::isnan(hi) && static_cast<double>(x) > hi) return convert<C>(hi);
-        return x;
+        const bool below = !std::isnan(lo) && static_cast<double>(x) < lo;
+        if (!std::isnan(hi) && (below ? lo : static_cast<double>(x)) > hi) return convert<C>(hi);
+        return below ? convert<C>(lo) : x;
       });
     }
     case UnaryOp::PowScalar:  // integral base, non-negative integral exponent (wraps like C++ unsigned)
