@@ -7,24 +7,13 @@
 #   bench/gpt2/tp_speed.sh [steps] [model flags ...]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-bin=build/release/bin/gpt2
+source bench/gpt2/common.sh
 steps=${1:-5}
 shift || true
 model=("$@")
 if [ ${#model[@]} -eq 0 ]; then model=(--model d12); fi
 common=(--input_bin tests/data/gpt2-tiny/train.bin --sequence_length 64 --total_batch_size 256
         --num_iteration "$steps" --learning_rate 1e-4)
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-mpirun=(mpirun -np 2 --bind-to none --mca btl self,vader,tcp --mca btl_vader_single_copy_mechanism none
-        -x OMP_NUM_THREADS=1)
-
-summary() {
-  python3 -c 'import json, sys
-s = [json.loads(l)["summary"] for l in open(sys.argv[1]) if "summary" in l][0]
-print(json.dumps({"run": sys.argv[2], "layout": s["layout"], "mean_ms": s["mean_ms"], "tokens_per_s": s["tokens_per_s"]}))' "$1" "$2"
-}
 
 "$bin" "${model[@]}" "${common[@]}" --batch_size 4 --threads 2 --metrics_out "$work/one.jsonl" >/dev/null
 summary "$work/one.jsonl" "one process, 2 threads"
