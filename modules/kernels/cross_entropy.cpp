@@ -31,8 +31,9 @@ Tensor unit_class_stride(const Tensor& logits) {
 CrossEntropyRows cross_entropy_forward(const Tensor& logits, const Tensor& target, std::int64_t ignore_index) {
   NoGradGuard no_grad;
   check(logits, target);
-  const TensorOptions options{.dtype = logits.dtype(), .device = logits.device()};
-  CrossEntropyRows r{empty({logits.shape()[0]}, options), empty({logits.shape()[0]}, options)};
+  const std::int64_t n = logits.shape()[0];
+  CrossEntropyRows r{empty({n}, {.dtype = logits.dtype(), .device = logits.device()}),
+                     empty({n}, {.dtype = kFloat64, .device = logits.device()})};
   KernelTable<CrossEntropyForwardKernel>::call(logits.device(), r.loss, r.lse, unit_class_stride(logits),
                                                target.contiguous(), ignore_index);
   return r;
@@ -45,6 +46,7 @@ Tensor cross_entropy_backward(const Tensor& grad_loss, const Tensor& logits, con
   if (grad_loss.shape() != target.shape() || lse.shape() != target.shape())
     throw ShapeError(kOp, concat("expected grad_loss and lse of shape ", target.shape(), ", got ", grad_loss.shape(),
                                  " and ", lse.shape()));
+  if (lse.dtype() != kFloat64) throw DTypeError(kOp, concat("lse must be float64, got ", lse.dtype()));
   Tensor grad = empty(logits.shape(), {.dtype = logits.dtype(), .device = logits.device()});
   KernelTable<CrossEntropyBackwardKernel>::call(logits.device(), grad, grad_loss.to(logits.dtype()).contiguous(),
                                                 unit_class_stride(logits), lse.contiguous(), target.contiguous(),

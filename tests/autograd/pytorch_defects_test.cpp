@@ -1,12 +1,14 @@
 // Regression tests for ops whose values or gradients differed from PyTorch at the edges of
 // their domain (issue 17): overflow in binary_cross_entropy_with_logits, NaN gradients of
 // binary_cross_entropy at 0 and 1, clamp with min > max, pow at 0^0, std of a constant
-// slice, rms_norm's default eps and elu's second derivative at large inputs. Expected
-// numbers are PyTorch's formulas evaluated in float64 in the test.
+// slice, rms_norm's default eps, elu's second derivative at large inputs and the float32
+// fused cross-entropy's gradient at large logits. Expected numbers are PyTorch's formulas
+// evaluated in float64 in the test.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <numeric>
 #include <string>
@@ -213,6 +215,36 @@ TEST(PytorchDefects, EluSecondDerivativeIsFiniteForLargeInputs) {
     const double tolerance = dtype == kFloat64 ? 1e-15 : 1e-6;
     expect_values(g, {1, 1, alpha, alpha * std::exp(-2.0)}, tolerance, "first derivative");
     expect_values(gg, {0, 0, alpha, alpha * std::exp(-2.0)}, tolerance, "second derivative");
+  }
+}
+
+// The fused float32 cross-entropy kept its log-sum-exp in float32, so exp(x - lse) in the
+// backward carried half an ulp of |lse| (1e-3 at 2e4) as a relative error. Against the
+// float64 softmax of the same float32 logits the gradient must now be as exact as float32's
+// exp (PyTorch's float32 error is about 2e-8 here).
+TEST(PytorchDefects, Float32CrossEntropyGradientIsPreciseForLargeLogits) {
+  constexpr std::int64_t N = 3, C = 7;
+  for (double offset : {100.0, -2e4, 2e4}) {
+    std::vector<float> logits(N * C);
+    for (std::int64_t i = 0; i < N * C; ++i) logits[i] = static_cast<float>(offset + 0.37 * ((i * 5) % C) - 1.1);
+    const std::vector<std::int64_t> target = {2, 0, 6};
+    Tensor x = from_vector(logits, {N, C}).requires_grad_();
+    const Tensor loss = cross_entropy(x, from_vector(target, {N}));
+    loss.backward();
+    const std::vector<double> grad = vals(x.grad());
+    double expected_loss = 0;
+    for (std::int64_t i = 0; i < N; ++i) {
+      double max = -1e300, sum = 0;
+      for (std::int64_t c = 0; c < C; ++c) max = std::max(max, static_cast<double>(logits[i * C + c]));
+      for (std::int64_t c = 0; c < C; ++c) sum += std::exp(logits[i * C + c] - max);
+      const double lse = max + std::log(sum);
+      expected_loss += (lse - logits[i * C + target[i]]) / N;
+      for (std::int64_t c = 0; c < C; ++c) {
+        const double expected = (std::exp(logits[i * C + c] - lse) - (c == target[i])) / N;
+        EXPECT_NEAR(grad[i * C + c], expected, 6e-8) << "offset " << offset << " row " << i << " class " << c;
+      }
+    }
+    EXPECT_NEAR(vals(loss)[0], expected_loss, 2e-7 * (1 + std::abs(expected_loss))) << "offset " << offset;
   }
 }
 

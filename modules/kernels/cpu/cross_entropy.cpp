@@ -1,5 +1,7 @@
 // CPU fused cross-entropy (see cross_entropy.cppm): parallel over rows; float32 rows use
-// the vectorized exp of vector_rows.h, float64 rows a scalar loop.
+// the vectorized exp of vector_rows.h, float64 rows a scalar loop. The log-sum-exp is kept in
+// float64 for both: rounded to float32 it would carry an absolute error of half an ulp of
+// |lse| (1e-3 at 2e4) into every exp(x - lse) of the backward.
 module;
 #include <algorithm>
 #include <atomic>
@@ -16,10 +18,12 @@ namespace {
 
 constexpr std::int64_t kParallelElements = 32768;  // below this, one thread
 
+// log(sum_j exp(x[j])) in float64: max + log(sum exp(x - max)), the sum in float64.
 template <class T>
-T log_sum_exp(const T* x, std::int64_t n) {
+double log_sum_exp(const T* x, std::int64_t n) {
   if constexpr (std::is_same_v<T, float>) {
-    return cpu::log_sum_exp_row(x, n);
+    const auto [shift, sum] = cpu::shifted_exp_sum_row(x, n);
+    return static_cast<double>(shift) + std::log(sum);
   } else {
     T max = -std::numeric_limits<T>::infinity();
     for (std::int64_t j = 0; j < n; ++j) max = std::max(max, x[j]);
@@ -30,12 +34,17 @@ T log_sum_exp(const T* x, std::int64_t n) {
   }
 }
 
+// out[j] = scale * exp(x[j] - lse). float32: exp(x - s) * exp(s - lse) with s = lse rounded
+// to float32, so x - s is exact for the x near lse that dominate, and s - lse is taken in
+// float64.
 template <class T>
-void scaled_exp(T* out, const T* x, T shift, T scale, std::int64_t n) {
+void scaled_softmax(T* out, const T* x, double lse, T scale, std::int64_t n) {
   if constexpr (std::is_same_v<T, float>) {
-    cpu::scaled_exp_row(out, x, shift, scale, n);
+    const float shift = static_cast<float>(lse);
+    const float correction = std::isfinite(lse) ? static_cast<float>(std::exp(static_cast<double>(shift) - lse)) : 1;
+    cpu::scaled_exp_row(out, x, shift, scale * correction, n);
   } else {
-    for (std::int64_t j = 0; j < n; ++j) out[j] = scale * std::exp(x[j] - shift);
+    for (std::int64_t j = 0; j < n; ++j) out[j] = scale * std::exp(x[j] - lse);
   }
 }
 
@@ -46,13 +55,13 @@ void forward(const Tensor& loss, const Tensor& lse, const Tensor& logits, const 
   const T* x = static_cast<const T*>(logits.data_ptr());
   const auto* t = static_cast<const std::int64_t*>(target.data_ptr());
   T* out_loss = static_cast<T*>(loss.data_ptr());
-  T* out_lse = static_cast<T*>(lse.data_ptr());
+  auto* out_lse = static_cast<double*>(lse.data_ptr());
   std::atomic<std::int64_t> bad_row{-1};
 #pragma omp parallel for schedule(static) if (N * C >= kParallelElements)
   for (std::int64_t i = 0; i < N; ++i) {
     const T* xi = x + i * row;
     const std::int64_t c = t[i];
-    out_lse[i] = C > 0 ? log_sum_exp(xi, C) : -std::numeric_limits<T>::infinity();
+    out_lse[i] = C > 0 ? log_sum_exp(xi, C) : -std::numeric_limits<double>::infinity();
     if (c == ignore_index) {
       out_loss[i] = 0;
     } else if (c < 0 || c >= C) {
@@ -60,7 +69,7 @@ void forward(const Tensor& loss, const Tensor& lse, const Tensor& logits, const 
       bad_row.compare_exchange_strong(none, i);
       out_loss[i] = 0;
     } else {
-      out_loss[i] = out_lse[i] - xi[c];
+      out_loss[i] = static_cast<T>(out_lse[i] - static_cast<double>(xi[c]));
     }
   }
   if (const std::int64_t i = bad_row.load(); i >= 0)
@@ -74,7 +83,7 @@ void backward(const Tensor& grad_logits, const Tensor& grad_loss, const Tensor& 
   const std::int64_t N = logits.shape()[0], C = logits.shape()[1], row = logits.strides()[0];
   const T* x = static_cast<const T*>(logits.data_ptr());
   const T* g = static_cast<const T*>(grad_loss.data_ptr());
-  const T* l = static_cast<const T*>(lse.data_ptr());
+  const auto* l = static_cast<const double*>(lse.data_ptr());
   const auto* t = static_cast<const std::int64_t*>(target.data_ptr());
   T* out = static_cast<T*>(grad_logits.data_ptr());
 #pragma omp parallel for schedule(static) if (N * C >= kParallelElements)
@@ -85,7 +94,7 @@ void backward(const Tensor& grad_logits, const Tensor& grad_loss, const Tensor& 
       std::fill(oi, oi + C, T(0));
       continue;
     }
-    scaled_exp(oi, x + i * row, l[i], g[i], C);  // g * softmax
+    scaled_softmax(oi, x + i * row, l[i], g[i], C);  // g * softmax
     oi[c] -= g[i];
   }
 }

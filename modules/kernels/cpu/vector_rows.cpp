@@ -53,11 +53,11 @@ void gelu_tanh_backward_row(float* out, const float* grad, const float* x, std::
   }
 }
 
-float log_sum_exp_row(const float* x, std::int64_t n) noexcept {
+ShiftedExpSum shifted_exp_sum_row(const float* x, std::int64_t n) noexcept {
   const ConstRow v(x, n);
   const float max = v.maxCoeff();
   const float shift = std::isinf(max) ? 0.0f : max;
-  return shift + std::log((v - shift).exp().sum());
+  return {shift, (v - shift).exp().template cast<double>().sum()};
 }
 
 void scaled_exp_row(float* out, const float* x, float shift, float scale, std::int64_t n) noexcept {

@@ -22,9 +22,14 @@ void tanh_row(float* out, const float* x, std::int64_t n) noexcept;
 void gelu_tanh_row(float* out, const float* x, std::int64_t n) noexcept;
 // out[j] = grad[j] * d/dx gelu_tanh(x[j]).
 void gelu_tanh_backward_row(float* out, const float* grad, const float* x, std::int64_t n) noexcept;
-// log(sum_j exp(x[j])) for n >= 1, shifted by the row's maximum (by 0 when that is
-// infinite, like torch.logsumexp): +inf if some x[j] is +inf, -inf if all are -inf.
-float log_sum_exp_row(const float* x, std::int64_t n) noexcept;
+// For n >= 1: shift = the row's maximum (0 when that is infinite, like torch.logsumexp) and
+// sum = sum_j exp(x[j] - shift) accumulated in float64, so that log(sum_j exp(x[j])) =
+// shift + log(sum): +inf if some x[j] is +inf, -inf if all are -inf.
+struct ShiftedExpSum {
+  float shift;
+  double sum;
+};
+ShiftedExpSum shifted_exp_sum_row(const float* x, std::int64_t n) noexcept;
 // out[j] = scale * exp(x[j] - shift).
 void scaled_exp_row(float* out, const float* x, float shift, float scale, std::int64_t n) noexcept;
 
