@@ -1,4 +1,4 @@
-// conv1d, conv2d and conv_transpose2d as compositions of differentiable ops (see conv.cppm),
+// conv1d/2d/3d and conv_transpose1d/2d/3d as compositions of differentiable ops (see conv.cppm),
 // and the spatial:: helpers the family shares (batching, checks, unfold / fold).
 module;
 #include <algorithm>
@@ -154,31 +154,18 @@ Tensor spread(const Tensor& x, std::int64_t dim, std::int64_t stride) {
   return cat({x.unsqueeze(dim + 1), zero}, dim + 1).view(merged).narrow(dim, 0, (n - 1) * stride + 1);
 }
 
-}  // namespace
-
-Tensor conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias, ExpandingArray<1> stride,
-              ExpandingArray<1> padding, ExpandingArray<1> dilation, std::int64_t groups) {
-  return convolution("conv1d", x, weight, bias, stride.value_or(1), padding.value_or(0), dilation.value_or(1), groups);
-}
-
-Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, ExpandingArray<2> stride,
-              ExpandingArray<2> padding, ExpandingArray<2> dilation, std::int64_t groups) {
-  return convolution("conv2d", x, weight, bias, stride.value_or(1), padding.value_or(0), dilation.value_or(1), groups);
-}
-
-// A stride-1 conv2d of the spread input, zero-padded by dilation (k - 1) - padding before
-// and that plus output_padding after (negative padding crops), with the flipped kernel
-// whose in/out channels are swapped within each group: weight (C_in, C_out / g, kH, kW) ->
-// (C_out, C_in / g, kH, kW).
-Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const Tensor& bias, ExpandingArray<2> stride_arg,
-                        ExpandingArray<2> padding_arg, ExpandingArray<2> output_padding_arg, std::int64_t groups,
-                        ExpandingArray<2> dilation_arg) {
-  constexpr std::string_view op = "conv_transpose2d";
-  check_operands(op, x, weight, bias, 2);
+// conv_transpose{1,2,3}d with stride.size() spatial dims: a stride-1 convolution of the
+// spread input, zero-padded by dilation (k - 1) - padding before and that plus
+// output_padding after (negative padding crops), with the kernel flipped along every
+// spatial dim and its in/out channels swapped within each group: weight
+// (C_in, C_out / g, *kernel) -> (C_out, C_in / g, *kernel).
+Tensor transposed_convolution(std::string_view op, const Tensor& x, const Tensor& weight, const Tensor& bias,
+                              const Ints& stride, const Ints& padding, const Ints& output_padding, std::int64_t groups,
+                              const Ints& dilation) {
+  const std::size_t dims = stride.size();
+  check_operands(op, x, weight, bias, dims);
   bool unbatched = false;
-  const Tensor xb = spatial::batched(op, x, 2, unbatched);
-  const Ints stride = stride_arg.value_or(1), padding = padding_arg.value_or(0),
-             output_padding = output_padding_arg.value_or(0), dilation = dilation_arg.value_or(1);
+  const Tensor xb = spatial::batched(op, x, dims, unbatched);
   spatial::check_at_least(op, "stride", stride, 1);
   spatial::check_at_least(op, "padding", padding, 0);
   spatial::check_at_least(op, "output_padding", output_padding, 0);
@@ -194,7 +181,7 @@ Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const Tensor& bia
   check_bias(op, bias, c_out);
   Tensor spread_x = spatial::upcast(xb);
   Ints before, after;
-  for (std::size_t d = 0; d < 2; ++d) {
+  for (std::size_t d = 0; d < dims; ++d) {
     const auto dim = 2 + static_cast<std::int64_t>(d);
     const std::int64_t k = weight.size(dim), in = xb.size(dim);
     if (output_padding[d] >= std::max(stride[d], dilation[d]))
@@ -215,15 +202,54 @@ Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const Tensor& bia
     before.push_back(first);
     after.push_back(total - last);
   }
-  const Shape& ws = weight.shape();
-  const Tensor w = flip(spatial::upcast(weight)
-                            .reshape({groups, c_in / groups, ws[1], ws[2], ws[3]})
-                            .transpose(1, 2)
-                            .reshape({c_out, c_in / groups, ws[2], ws[3]}),
-                        {2, 3});
-  const Tensor y = convolve(op, spread_x, w, bias.defined() ? spatial::upcast(bias) : bias, {1, 1}, before, after,
-                            dilation, groups);
+  const Shape kernel(weight.shape().begin() + 2, weight.shape().end());
+  Shape grouped{groups, c_in / groups, weight.size(1)}, swapped{c_out, c_in / groups};
+  grouped.insert(grouped.end(), kernel.begin(), kernel.end());
+  swapped.insert(swapped.end(), kernel.begin(), kernel.end());
+  Ints spatial_dims;
+  for (std::size_t d = 0; d < dims; ++d) spatial_dims.push_back(2 + static_cast<std::int64_t>(d));
+  const Tensor w = flip(spatial::upcast(weight).reshape(grouped).transpose(1, 2).reshape(swapped), spatial_dims);
+  const Tensor y = convolve(op, spread_x, w, bias.defined() ? spatial::upcast(bias) : bias, Ints(dims, 1), before,
+                            after, dilation, groups);
   return spatial::downcast(unbatched ? y.squeeze(0) : y, x.dtype());
+}
+
+}  // namespace
+
+Tensor conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias, ExpandingArray<1> stride,
+              ExpandingArray<1> padding, ExpandingArray<1> dilation, std::int64_t groups) {
+  return convolution("conv1d", x, weight, bias, stride.value_or(1), padding.value_or(0), dilation.value_or(1), groups);
+}
+
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, ExpandingArray<2> stride,
+              ExpandingArray<2> padding, ExpandingArray<2> dilation, std::int64_t groups) {
+  return convolution("conv2d", x, weight, bias, stride.value_or(1), padding.value_or(0), dilation.value_or(1), groups);
+}
+
+Tensor conv3d(const Tensor& x, const Tensor& weight, const Tensor& bias, ExpandingArray<3> stride,
+              ExpandingArray<3> padding, ExpandingArray<3> dilation, std::int64_t groups) {
+  return convolution("conv3d", x, weight, bias, stride.value_or(1), padding.value_or(0), dilation.value_or(1), groups);
+}
+
+Tensor conv_transpose1d(const Tensor& x, const Tensor& weight, const Tensor& bias, ExpandingArray<1> stride,
+                        ExpandingArray<1> padding, ExpandingArray<1> output_padding, std::int64_t groups,
+                        ExpandingArray<1> dilation) {
+  return transposed_convolution("conv_transpose1d", x, weight, bias, stride.value_or(1), padding.value_or(0),
+                                output_padding.value_or(0), groups, dilation.value_or(1));
+}
+
+Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const Tensor& bias, ExpandingArray<2> stride,
+                        ExpandingArray<2> padding, ExpandingArray<2> output_padding, std::int64_t groups,
+                        ExpandingArray<2> dilation) {
+  return transposed_convolution("conv_transpose2d", x, weight, bias, stride.value_or(1), padding.value_or(0),
+                                output_padding.value_or(0), groups, dilation.value_or(1));
+}
+
+Tensor conv_transpose3d(const Tensor& x, const Tensor& weight, const Tensor& bias, ExpandingArray<3> stride,
+                        ExpandingArray<3> padding, ExpandingArray<3> output_padding, std::int64_t groups,
+                        ExpandingArray<3> dilation) {
+  return transposed_convolution("conv_transpose3d", x, weight, bias, stride.value_or(1), padding.value_or(0),
+                                output_padding.value_or(0), groups, dilation.value_or(1));
 }
 
 }  // namespace infini

@@ -4,16 +4,20 @@
 // differentiable ops (unfold/fold below, matmul, reductions, gather, index_select), so
 // their derivatives of every order follow from those.
 //
-//   conv1d / conv2d      the windows of the zero-padded input as columns (N, g, C/g*K, L)
+//   conv1d / 2d / 3d     the windows of the zero-padded input as columns (N, g, C/g*K, L)
 //                        (unfold: im2col, whose backward is col2im and vice versa), times
 //                        the (g, O/g, C/g*K) weight, plus bias.
-//   conv_transpose2d     zeros inserted between input pixels (stride), padded by
+//   conv_transpose1d/2d/3d  zeros inserted between input pixels (stride), padded by
 //                        dilation*(k-1) - padding (+ output_padding), convolved with the
 //                        flipped, in/out-transposed weight.
 //   avg pooling          unfolded windows summed over the window dims, divided.
 //   max pooling          each window's argmax (a raw kernel), then a gather of the input:
 //                        the gradient goes to the argmax.
+//   1-d pooling          the 2-d pooling of x with a unit H dim.
 //   adaptive_avg_pool2d  A_h @ x @ A_w^T with averaging matrices, like bilinear interpolate;
+//   adaptive_max_pool2d  each output's window rows and columns gathered (index_select, the
+//                        shorter windows padded by repeating their last row / column),
+//                        then max over the window with the index of its first maximum.
 //   interpolate nearest  index_select of the source rows and columns.
 //
 // Convolution and averaging need floating-point inputs (float16/bfloat16 are computed in
@@ -32,9 +36,11 @@ import infini.kernels;
 export namespace infini {
 
 // Every op of this family by name, for the op table test.
-inline constexpr std::array<std::string_view, 9> kConvOps = {
-    "conv1d",    "conv2d",     "conv_transpose2d", "max_pool2d",  "max_pool2d_with_indices",
-    "avg_pool2d", "avg_pool3d", "adaptive_avg_pool2d", "interpolate"};
+inline constexpr std::array<std::string_view, 18> kConvOps = {
+    "conv1d",     "conv2d",     "conv3d",     "conv_transpose1d",        "conv_transpose2d",
+    "conv_transpose3d", "max_pool1d", "max_pool1d_with_indices", "max_pool2d", "max_pool2d_with_indices",
+    "avg_pool1d", "avg_pool2d", "avg_pool3d", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
+    "adaptive_max_pool2d", "adaptive_max_pool2d_with_indices", "interpolate"};
 
 // PyTorch's `int or tuple` arguments (libtorch's ExpandingArray): one value for every
 // spatial dim, or one per dim: conv2d(x, w, b, 2) or conv2d(x, w, b, {2, 1}). A
@@ -72,6 +78,10 @@ Tensor conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias = {}, Ex
 // -> (N, C_out, H_out, W_out), sizes as for conv1d per spatial dim.
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias = {}, ExpandingArray<2> stride = 1,
               ExpandingArray<2> padding = 0, ExpandingArray<2> dilation = 1, std::int64_t groups = 1);
+// x (N, C_in, D, H, W) or (C_in, D, H, W), weight (C_out, C_in / groups, kD, kH, kW), bias
+// (C_out) -> (N, C_out, D_out, H_out, W_out), sizes as for conv1d per spatial dim.
+Tensor conv3d(const Tensor& x, const Tensor& weight, const Tensor& bias = {}, ExpandingArray<3> stride = 1,
+              ExpandingArray<3> padding = 0, ExpandingArray<3> dilation = 1, std::int64_t groups = 1);
 // The adjoint of conv2d w.r.t. its input: x (N, C_in, H, W), weight (C_in, C_out / groups,
 // kH, kW), bias (C_out) -> (N, C_out, H_out, W_out) with H_out = (H - 1) stride - 2 padding
 // + dilation (kH - 1) + output_padding + 1. output_padding < max(stride, dilation) per dim.
@@ -79,6 +89,16 @@ Tensor conv_transpose2d(const Tensor& x, const Tensor& weight, const Tensor& bia
                         ExpandingArray<2> stride = 1, ExpandingArray<2> padding = 0,
                         ExpandingArray<2> output_padding = 0, std::int64_t groups = 1,
                         ExpandingArray<2> dilation = 1);
+// The same for one spatial dim, x (N, C_in, L), weight (C_in, C_out / groups, K), and three,
+// x (N, C_in, D, H, W), weight (C_in, C_out / groups, kD, kH, kW).
+Tensor conv_transpose1d(const Tensor& x, const Tensor& weight, const Tensor& bias = {},
+                        ExpandingArray<1> stride = 1, ExpandingArray<1> padding = 0,
+                        ExpandingArray<1> output_padding = 0, std::int64_t groups = 1,
+                        ExpandingArray<1> dilation = 1);
+Tensor conv_transpose3d(const Tensor& x, const Tensor& weight, const Tensor& bias = {},
+                        ExpandingArray<3> stride = 1, ExpandingArray<3> padding = 0,
+                        ExpandingArray<3> output_padding = 0, std::int64_t groups = 1,
+                        ExpandingArray<3> dilation = 1);
 
 // ---- pooling ----
 // Output sizes: (in + 2 padding - dilation (k - 1) - 1) / stride + 1, rounded down, or up
@@ -96,12 +116,20 @@ MaxPoolResult max_pool2d_with_indices(const Tensor& x, ExpandingArray<2> kernel_
                                       bool ceil_mode = false);
 Tensor max_pool2d(const Tensor& x, ExpandingArray<2> kernel_size, ExpandingArray<2> stride = {},
                   ExpandingArray<2> padding = 0, ExpandingArray<2> dilation = 1, bool ceil_mode = false);
+// Over one spatial dim: x (N, C, L) or (C, L); indices are positions in L.
+MaxPoolResult max_pool1d_with_indices(const Tensor& x, ExpandingArray<1> kernel_size, ExpandingArray<1> stride = {},
+                                      ExpandingArray<1> padding = 0, ExpandingArray<1> dilation = 1,
+                                      bool ceil_mode = false);
+Tensor max_pool1d(const Tensor& x, ExpandingArray<1> kernel_size, ExpandingArray<1> stride = {},
+                  ExpandingArray<1> padding = 0, ExpandingArray<1> dilation = 1, bool ceil_mode = false);
 
 // The mean of each window. The divisor is divisor_override when given, else the window's
 // size clipped to the padded input (count_include_pad) or to the input itself.
 Tensor avg_pool2d(const Tensor& x, ExpandingArray<2> kernel_size, ExpandingArray<2> stride = {},
                   ExpandingArray<2> padding = 0, bool ceil_mode = false, bool count_include_pad = true,
                   std::optional<std::int64_t> divisor_override = {});
+Tensor avg_pool1d(const Tensor& x, ExpandingArray<1> kernel_size, ExpandingArray<1> stride = {},
+                  ExpandingArray<1> padding = 0, bool ceil_mode = false, bool count_include_pad = true);
 Tensor avg_pool3d(const Tensor& x, ExpandingArray<3> kernel_size, ExpandingArray<3> stride = {},
                   ExpandingArray<3> padding = 0, bool ceil_mode = false, bool count_include_pad = true,
                   std::optional<std::int64_t> divisor_override = {});
@@ -109,6 +137,12 @@ Tensor avg_pool3d(const Tensor& x, ExpandingArray<3> kernel_size, ExpandingArray
 // x (N, C, H, W) or (C, H, W) -> (..., oH, oW): output (i, j) averages input rows
 // [floor(i H / oH), ceil((i + 1) H / oH)) and the columns likewise.
 Tensor adaptive_avg_pool2d(const Tensor& x, ExpandingArray<2> output_size);
+// The same over one spatial dim: x (N, C, L) or (C, L) -> (..., oL).
+Tensor adaptive_avg_pool1d(const Tensor& x, ExpandingArray<1> output_size);
+// The max of the same windows as adaptive_avg_pool2d; the gradient goes to the first maximal
+// element of each window (row-major, NaN counting as the maximum); indices as for max_pool2d.
+MaxPoolResult adaptive_max_pool2d_with_indices(const Tensor& x, ExpandingArray<2> output_size);
+Tensor adaptive_max_pool2d(const Tensor& x, ExpandingArray<2> output_size);
 
 // ---- resampling ----
 

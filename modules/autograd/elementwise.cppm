@@ -12,8 +12,8 @@ import infini.kernels;
 export namespace infini {
 
 // Every op of this family by name, for the op table test (tests/autograd/op_table_test.cpp).
-inline constexpr std::array<std::string_view, 60> kElementwiseOps = {
-    "add", "sub", "rsub", "mul", "div", "floor_divide", "pow", "maximum", "minimum",
+inline constexpr std::array<std::string_view, 61> kElementwiseOps = {
+    "add", "sub", "rsub", "mul", "div", "floor_divide", "pow", "maximum", "minimum", "logaddexp",
     "neg", "abs", "sign", "exp", "expm1", "log", "log1p", "log2", "sqrt", "rsqrt", "reciprocal",
     "sin", "cos", "tanh", "sigmoid", "erf", "relu", "leaky_relu", "elu", "gelu", "gelu_tanh",
     "silu", "softplus", "clamp", "where", "lerp", "masked_fill",
@@ -38,6 +38,8 @@ Tensor pow(const Tensor& base, const Scalar& exponent);
 Tensor pow(const Scalar& base, const Tensor& exponent);
 Tensor maximum(const Tensor& a, const Tensor& b);  // NaN propagates; ties split the gradient
 Tensor minimum(const Tensor& a, const Tensor& b);
+// log(exp(a) + exp(b)) without overflow; the gradient w.r.t. a is sigmoid(a - b).
+Tensor logaddexp(const Tensor& a, const Tensor& b);
 
 Tensor neg(const Tensor& x);
 Tensor abs(const Tensor& x);

@@ -30,8 +30,9 @@ import :function;
 export namespace infini {
 
 // Every op of this family by name, for the op table test.
-inline constexpr std::array<std::string_view, 26> kIndexingOps = {
+inline constexpr std::array<std::string_view, 28> kIndexingOps = {
     "index_select", "gather",     "take_along_dim", "scatter",        "scatter_",        "scatter_add",
+    "scatter_reduce", "unique_consecutive",
     "scatter_add_", "index_add",  "index_add_",     "index_copy",     "index_copy_",     "index_fill",
     "index_fill_",  "index_put",  "index_put_",     "index",          "masked_select",   "masked_scatter",
     "masked_scatter_", "nonzero", "sort",           "argsort",        "topk",            "unique",
@@ -59,6 +60,14 @@ Tensor scatter(const Tensor& self, std::int64_t dim, const Tensor& index, const 
 Tensor scatter(const Tensor& self, std::int64_t dim, const Tensor& index, const Scalar& value);
 Tensor scatter(const Tensor& self, std::int64_t dim, const Tensor& index, const Tensor& src, ScatterReduce reduce);
 Tensor scatter_add(const Tensor& self, std::int64_t dim, const Tensor& index, const Tensor& src);
+// torch.scatter_reduce: reduce ("sum", "prod", "mean", "amax" or "amin") combines src[p] into
+// self[p with dim replaced by index[p]], starting from self's element (include_self) or only
+// from the src elements written there (elements nothing is written to keep self's value).
+// "mean" divides by the number of elements combined (self counting as one when included),
+// rounding down for integers. Gradients as PyTorch's: amax/amin split evenly among the
+// combined elements equal to the result; prod is exact with zeros.
+Tensor scatter_reduce(const Tensor& self, std::int64_t dim, const Tensor& index, const Tensor& src,
+                      std::string_view reduce, bool include_self = true);
 Tensor& scatter_(Tensor& self, std::int64_t dim, const Tensor& index, const Tensor& src);
 Tensor& scatter_(Tensor& self, std::int64_t dim, const Tensor& index, const Scalar& value);
 Tensor& scatter_(Tensor& self, std::int64_t dim, const Tensor& index, const Tensor& src, ScatterReduce reduce);
@@ -131,6 +140,11 @@ struct UniqueResult {
 // occurrence; NaNs are all distinct.
 UniqueResult unique(const Tensor& self, bool sorted = true, bool return_inverse = false, bool return_counts = false);
 
+// Collapses each run of equal consecutive elements of self (flattened), or of equal
+// consecutive slices along dim, to one: values, and when asked the run index of every
+// element (inverse, self's shape, or (self.size(dim)) with dim) and each run's length.
+UniqueResult unique_consecutive(const Tensor& self, bool return_inverse = false, bool return_counts = false,
+                                std::optional<std::int64_t> dim = {});
 // index (int64) as one-hot rows: shape index.shape() + [num_classes], int64. num_classes -1
 // means index.max() + 1; an index outside [0, num_classes) is an IndexError.
 Tensor one_hot(const Tensor& index, std::int64_t num_classes = -1);

@@ -1,19 +1,21 @@
 // Differentiable matrix products (PyTorch semantics): matmul with its rules for 1-D
-// operands and broadcast batch dims, the strict forms mm, bmm, mv, dot and outer, and
-// baddbmm and linear. Operands share one floating-point dtype (float16/bfloat16 are
-// computed in float32); integer operands are a DTypeError, mismatched shapes a
-// ShapeError naming both shapes.
+// operands and broadcast batch dims, the strict forms mm, bmm, mv, dot and outer, the
+// fused-add forms baddbmm, addmm, addmv and addbmm, linear, einsum and cdist. Operands
+// share one floating-point dtype (float16/bfloat16 are computed in float32); integer
+// operands are a DTypeError, mismatched shapes a ShapeError naming both shapes.
 module;
 #include <array>
 #include <string_view>
+#include <vector>
 export module infini.autograd:linalg;
 import infini.kernels;
+import :function;
 
 export namespace infini {
 
 // Every op of this family by name, for the op table test.
-inline constexpr std::array<std::string_view, 8> kLinalgOps = {"matmul", "mm",      "bmm",   "mv",
-                                                               "dot",    "outer",   "baddbmm", "linear"};
+inline constexpr std::array<std::string_view, 13> kLinalgOps = {
+    "matmul", "mm", "bmm", "mv", "dot", "outer", "baddbmm", "linear", "addmm", "addmv", "addbmm", "einsum", "cdist"};
 
 // a (*A, m, k) @ b (*B, k, n) -> (broadcast(*A, *B), m, n). A 1-D a is a row (1, k) and a
 // 1-D b a column (k, 1); the dim so added is dropped from the result, so (k) @ (k) is a
@@ -28,6 +30,24 @@ Tensor outer(const Tensor& a, const Tensor& b);  // (m), (n) -> (m, n) with out[
 // broadcasts to the result; beta == 0 ignores input's values (NaN included).
 Tensor baddbmm(const Tensor& input, const Tensor& batch1, const Tensor& batch2, const Scalar& beta = 1,
                const Scalar& alpha = 1);
+// beta * input + alpha * mat1 (m, k) @ mat2 (k, n); input broadcasts to (m, n).
+Tensor addmm(const Tensor& input, const Tensor& mat1, const Tensor& mat2, const Scalar& beta = 1,
+             const Scalar& alpha = 1);
+// beta * input + alpha * mat (m, k) @ vec (k); input broadcasts to (m).
+Tensor addmv(const Tensor& input, const Tensor& mat, const Tensor& vec, const Scalar& beta = 1,
+             const Scalar& alpha = 1);
+// beta * input + alpha * sum over b of batch1[b] (m, k) @ batch2[b] (k, n); input
+// broadcasts to (m, n). For all three, beta == 0 ignores input's values (NaN included).
+Tensor addbmm(const Tensor& input, const Tensor& batch1, const Tensor& batch2, const Scalar& beta = 1,
+              const Scalar& alpha = 1);
+// Einstein summation, torch.einsum's equation language: "ij,jk->ik", implicit output
+// (the labels that appear once, sorted), "..." for broadcast dims, repeated labels within an
+// operand (diagonals), any number of operands (contracted left to right through bmm).
+Tensor einsum(std::string_view equation, const TensorList& operands);
+// p-norm distances between the rows of x1 (*, P, M) and x2 (*, R, M) -> (*, P, R) (batch dims
+// broadcast); p >= 0 (p = 0 counts differing coordinates, p = inf is the largest). The
+// gradient is 0 where a distance is 0.
+Tensor cdist(const Tensor& x1, const Tensor& x2, double p = 2);
 // x (*, in) @ weight (out, in)^T + bias (out) -> (*, out); an undefined bias adds nothing.
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = {});
 

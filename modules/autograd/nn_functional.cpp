@@ -1,3 +1,6 @@
+// torch.nn.functional's softmax family, losses (cross entropy, NLL, MSE, L1, smooth L1,
+// Huber, KL divergence, BCE), normalisations, embedding, dropout and rotary embeddings. The
+// activations are in activations.cpp, the distances in distances.cpp.
 module;
 #include <algorithm>
 #include <cmath>
@@ -31,11 +34,18 @@ Tensor row_max(const Tensor& x, std::int64_t dim) {
   return where(isinf(m), zeros_like(m), m);
 }
 
-Tensor reduce(const Tensor& loss, Reduction reduction) {
+// Reduction::BatchMean belongs to kl_div; every other loss raises this.
+[[noreturn]] void reject_batch_mean(std::string_view op) {
+  throw Error(op, "reduction BatchMean (the sum divided by the batch size) is only supported by kl_div; "
+                  "use Mean, Sum or None");
+}
+
+Tensor reduce(std::string_view op, const Tensor& loss, Reduction reduction) {
   switch (reduction) {
     case Reduction::None: return loss;
     case Reduction::Sum: return sum(loss);
     case Reduction::Mean: return mean(loss);
+    case Reduction::BatchMean: reject_batch_mean(op);
   }
   return loss;
 }
@@ -100,7 +110,7 @@ Tensor fused_cross_entropy(const Tensor& input, const Tensor& target, const Cros
     if (!g[0].defined()) return TensorList{Tensor()};
     if (!GradMode::is_enabled()) return TensorList{kernels::cross_entropy_backward(g[0], s[0], s[1], s[2], ignore)};
     const Tensor& x = s[0];
-    const Tensor classes = arange(x.shape()[1], {.device = x.device()}).unsqueeze(0);
+    const Tensor classes = arange(x.shape()[1], {.dtype = kInt64, .device = x.device()}).unsqueeze(0);
     const Tensor onehot = eq(s[2].unsqueeze(1), classes).to(x.dtype());
     const Tensor row_grad = mul(g[0], ne(s[2], ignore).to(x.dtype())).unsqueeze(1);  // (N, 1)
     return TensorList{mul(sub(softmax(x, 1), onehot), row_grad)};
@@ -109,6 +119,7 @@ Tensor fused_cross_entropy(const Tensor& input, const Tensor& target, const Cros
     case Reduction::None: return unbatched ? rows.reshape({}) : rows;
     case Reduction::Sum: return sum(rows);
     case Reduction::Mean: return div(sum(rows), sum(ne(t, ignore).to(rows.dtype())));
+    case Reduction::BatchMean: reject_batch_mean("cross_entropy");
   }
   return rows;
 }
@@ -204,7 +215,7 @@ Tensor nll_loss(const Tensor& input, const Tensor& target, const CrossEntropyOpt
   // onehot (N, C, ...): 1 where the class is the target of a counted position.
   Shape class_index_shape(static_cast<std::size_t>(logp.dim()), 1);
   class_index_shape[1] = classes;
-  const Tensor classes_range = arange(classes, {.device = logp.device()}).view(class_index_shape);
+  const Tensor classes_range = arange(classes, {.dtype = kInt64, .device = logp.device()}).view(class_index_shape);
   const Tensor onehot = logical_and(eq(t.unsqueeze(1), classes_range), valid.unsqueeze(1)).to(logp.dtype());
   Tensor picked = onehot;  // weight of each picked class, or 1
   if (options.weight) picked = mul(onehot, options.weight->view(class_index_shape));
@@ -215,12 +226,14 @@ Tensor nll_loss(const Tensor& input, const Tensor& target, const CrossEntropyOpt
     case Reduction::None: return loss;
     case Reduction::Sum: return sum(loss);
     case Reduction::Mean: return div(sum(loss), sum(per_sample_weight));
+    case Reduction::BatchMean: reject_batch_mean("nll_loss");
   }
   return loss;
 }
 
 Tensor cross_entropy(const Tensor& input, const Tensor& target, const CrossEntropyOptions& options) {
   check_floating("cross_entropy", input);
+  if (options.reduction == Reduction::BatchMean) reject_batch_mean("cross_entropy");  // before nll_loss sees it
   if (options.label_smoothing < 0 || options.label_smoothing > 1)
     throw Error("cross_entropy", concat("label_smoothing must be in [0, 1], got ", options.label_smoothing));
   if (fused_cross_entropy_applies(input, target, options)) return fused_cross_entropy(input, target, options);
@@ -241,7 +254,7 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const CrossEntro
     const Tensor loss = neg(sum(mul(logp, p), {class_dim}));
     if (options.reduction == Reduction::Mean)
       return div(sum(loss), static_cast<double>(input.dim() == 1 ? 1 : input.numel() / classes));
-    return reduce(loss, options.reduction);
+    return reduce("cross_entropy", loss, options.reduction);
   }
 
   const Tensor nll = nll_loss(logp, target, options);
@@ -269,6 +282,7 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const CrossEntro
       smooth_reduced = div(sum(smooth), denominator);
       break;
     }
+    case Reduction::BatchMean: reject_batch_mean("cross_entropy");
   }
   return add(mul(nll, 1 - eps), mul(smooth_reduced, eps / static_cast<double>(classes)));
 }
@@ -276,12 +290,51 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const CrossEntro
 Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
   check_same_shape("mse_loss", input, target);
   const Tensor d = sub(input, target);
-  return reduce(mul(d, d), reduction);
+  return reduce("mse_loss", mul(d, d), reduction);
 }
 
 Tensor l1_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
   check_same_shape("l1_loss", input, target);
-  return reduce(abs(sub(input, target)), reduction);
+  return reduce("l1_loss", abs(sub(input, target)), reduction);
+}
+
+// Both branches are compositions: the gradient is d / beta inside and sign(d) from
+// |d| = beta on, PyTorch's smooth_l1_backward.
+Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, Reduction reduction, double beta) {
+  check_same_shape("smooth_l1_loss", input, target);
+  check_floating("smooth_l1_loss", input);
+  if (!(beta >= 0)) throw Error("smooth_l1_loss", concat("beta must be >= 0, got ", beta));
+  const Tensor d = sub(input, target);
+  const Tensor abs_d = abs(d);
+  if (beta == 0) return reduce("smooth_l1_loss", abs_d, reduction);  // l1_loss
+  const Tensor loss = where(lt(abs_d, beta), div(mul(mul(d, d), 0.5), beta), sub(abs_d, 0.5 * beta));
+  return reduce("smooth_l1_loss", loss, reduction);
+}
+
+// The gradient is d inside and delta sign(d) from |d| = delta on (huber_backward).
+Tensor huber_loss(const Tensor& input, const Tensor& target, Reduction reduction, double delta) {
+  check_same_shape("huber_loss", input, target);
+  check_floating("huber_loss", input);
+  if (!(delta > 0)) throw Error("huber_loss", concat("delta must be > 0, got ", delta));
+  const Tensor d = sub(input, target);
+  const Tensor abs_d = abs(d);
+  const Tensor loss = where(lt(abs_d, delta), mul(mul(d, d), 0.5), mul(sub(abs_d, 0.5 * delta), delta));
+  return reduce("huber_loss", loss, reduction);
+}
+
+// PyTorch's formula: xlogy(t, t) - t * input, where xlogy takes 0 log 0 as 0. Like
+// PyTorch's, the loss is NaN where t = 0 meets input = -inf, and the gradient w.r.t. the
+// target is NaN at t = 0 (log t's derivative); input and target broadcast.
+Tensor kl_div(const Tensor& input, const Tensor& target, Reduction reduction, bool log_target) {
+  if (!is_floating_point(input.dtype()) || !is_floating_point(target.dtype()))
+    throw DTypeError("kl_div", concat("expected floating-point input and target, got ", input.dtype(), " and ",
+                                      target.dtype()));
+  broadcast_shapes("kl_div", input.shape(), target.shape());
+  const Tensor loss = log_target ? mul(exp(target), sub(target, input))
+                                 : sub(where(eq(target, 0.0), 0.0, mul(target, log(target))), mul(target, input));
+  if (reduction != Reduction::BatchMean) return reduce("kl_div", loss, reduction);
+  // The sum over the batch size input.size(0) (over 1 for a 0-d input).
+  return input.dim() == 0 ? sum(loss) : div(sum(loss), input.shape()[0]);
 }
 
 Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const std::optional<Tensor>& weight,
@@ -296,7 +349,7 @@ Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const std
   }
   Tensor loss = binary_cross_entropy_terms(input, target);
   if (weight) loss = mul(loss, *weight);
-  return reduce(loss, reduction);
+  return reduce("binary_cross_entropy", loss, reduction);
 }
 
 Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target, const std::optional<Tensor>& weight,
@@ -308,7 +361,7 @@ Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& targe
   Tensor scale = pos_weight ? add(mul(target, sub(*pos_weight, 1.0)), 1.0) : ones_like(target);
   Tensor loss = add(mul(rsub(target, 1.0), input), mul(scale, neg_log_sigmoid));
   if (weight) loss = mul(loss, *weight);
-  return reduce(loss, reduction);
+  return reduce("binary_cross_entropy_with_logits", loss, reduction);
 }
 
 Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const std::optional<Tensor>& weight,
@@ -402,7 +455,8 @@ Tensor embedding(const Tensor& indices, const Tensor& weight, std::optional<std:
   if (padding_idx && weight.requires_grad() && GradMode::is_enabled()) {
     // The padding row is read from a detached copy, so no gradient reaches it.
     const std::int64_t row = *padding_idx < 0 ? *padding_idx + weight.shape()[0] : *padding_idx;
-    const Tensor is_padding = eq(arange(weight.shape()[0], {.device = weight.device()}), row).unsqueeze(1);
+    const Tensor rows = arange(weight.shape()[0], {.dtype = kInt64, .device = weight.device()});
+    const Tensor is_padding = eq(rows, row).unsqueeze(1);
     table = where(is_padding, weight.detach(), weight);
   }
   Shape out_shape = indices.shape();

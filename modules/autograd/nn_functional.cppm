@@ -1,6 +1,7 @@
-// Neural-network functional ops (torch.nn.functional): softmax family, losses,
-// normalisations, dropout and rotary embeddings. They are compositions of differentiable
-// ops, so every derivative (including create_graph) follows from theirs.
+// Neural-network functional ops (torch.nn.functional): softmax family, activations, losses,
+// distances, normalisations, dropout and rotary embeddings. Most are compositions of
+// differentiable ops, so every derivative (including create_graph) follows from theirs;
+// the few that record their own node say so.
 module;
 #include <array>
 #include <cstdint>
@@ -12,15 +13,18 @@ import infini.kernels;
 
 export namespace infini {
 
-inline constexpr std::array<std::string_view, 17> kNNFunctionalOps = {"embedding",
+inline constexpr std::array<std::string_view, 32> kNNFunctionalOps = {"embedding",
     "softmax", "log_softmax", "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "binary_cross_entropy",
     "binary_cross_entropy_with_logits", "layer_norm", "rms_norm", "batch_norm", "group_norm", "dropout",
-    "rope", "rope_frequencies", "silu_and_mul"};
+    "rope", "rope_frequencies", "silu_and_mul", "hardtanh", "relu6", "logsigmoid", "selu", "celu", "mish",
+    "hardswish", "hardsigmoid", "glu", "prelu", "kl_div", "smooth_l1_loss", "huber_loss",
+    "cosine_similarity", "pairwise_distance"};
 
 Tensor softmax(const Tensor& x, std::int64_t dim);
 Tensor log_softmax(const Tensor& x, std::int64_t dim);
 
-enum class Reduction { None, Mean, Sum };
+// BatchMean (the sum divided by the batch size, input.size(0)) is for kl_div only.
+enum class Reduction { None, Mean, Sum, BatchMean };
 
 struct CrossEntropyOptions {
   std::optional<Tensor> weight = std::nullopt;  // (C) per-class weights
@@ -36,6 +40,42 @@ Tensor nll_loss(const Tensor& input, const Tensor& target, const CrossEntropyOpt
 
 Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean);
 Tensor l1_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean);
+// 0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta, for d = input - target (beta 0: l1).
+Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean,
+                      double beta = 1.0);
+// 0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta): smooth_l1_loss times delta.
+Tensor huber_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean,
+                  double delta = 1.0);
+// input: log-probabilities; target: probabilities (log-probabilities with log_target).
+// Pointwise target (log target - input), 0 where target is 0. Mean averages over every
+// element (PyTorch's default); BatchMean divides the sum by the batch size, the KL divergence.
+Tensor kl_div(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean,
+              bool log_target = false);
+
+// ---- activations (torch.nn.functional's; gradients as PyTorch's at the kinks) ----
+// clamp(x, min_val, max_val); the gradient passes where min_val < x < max_val.
+Tensor hardtanh(const Tensor& x, double min_val = -1.0, double max_val = 1.0);
+Tensor relu6(const Tensor& x);  // hardtanh(x, 0, 6)
+Tensor logsigmoid(const Tensor& x);  // log(sigmoid(x)) = min(x, 0) - log1p(exp(-|x|))
+// scale * elu(x, alpha) with PyTorch's constants alpha = 1.6732632423543772848170429916717,
+// scale = 1.0507009873554804934193349852946.
+Tensor selu(const Tensor& x);
+Tensor celu(const Tensor& x, double alpha = 1.0);  // max(0, x) + min(0, alpha (exp(x / alpha) - 1))
+Tensor mish(const Tensor& x);  // x tanh(softplus(x))
+Tensor hardswish(const Tensor& x);  // x relu6(x + 3) / 6
+Tensor hardsigmoid(const Tensor& x);  // relu6(x + 3) / 6
+// a * sigmoid(b) for the halves a, b of x along dim (its size must be even).
+Tensor glu(const Tensor& x, std::int64_t dim = -1);
+// x where x > 0, else weight * x; weight has 1 element or one per channel (dim 1 of x, or
+// dim 0 of a 1-d x).
+Tensor prelu(const Tensor& x, const Tensor& weight);
+
+// ---- distances ----
+// sum(x1 x2) / (max(|x1|, eps) max(|x2|, eps)) along dim, x1 and x2 broadcast.
+Tensor cosine_similarity(const Tensor& x1, const Tensor& x2, std::int64_t dim = 1, double eps = 1e-8);
+// norm(x1 - x2 + eps, p) over the last dim, x1 and x2 broadcast.
+Tensor pairwise_distance(const Tensor& x1, const Tensor& x2, double p = 2, double eps = 1e-6,
+                         bool keepdim = false);
 // input: probabilities in [0, 1]; log terms are clamped at -100 like PyTorch.
 Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const std::optional<Tensor>& weight = {},
                             Reduction reduction = Reduction::Mean);

@@ -1,5 +1,5 @@
-// Max pooling (a gather of each window's argmax) and average pooling (unfolded windows
-// summed and divided by PyTorch's divisor).
+// Max pooling (a gather of each window's argmax) over 1 or 2 spatial dims and average
+// pooling (unfolded windows summed and divided by PyTorch's divisor) over 1 to 3.
 module;
 #include <algorithm>
 #include <cstddef>
@@ -53,15 +53,15 @@ WindowGeometry pool_geometry(std::string_view op, const Tensor& xb, const Ints& 
 
 Tensor restore_batch(const Tensor& y, bool unbatched) { return unbatched ? y.squeeze(0) : y; }
 
-// The input element of each window's argmax: a gather of x's (H W) planes, whose gradient
-// goes to that element only.
+// The input element of each window's argmax: a gather of x's flattened (*spatial) planes,
+// whose gradient goes to that element only. One or two spatial dims (kernel.size()).
 MaxPoolResult max_pool(std::string_view op, const Tensor& x, const Ints& kernel, const Ints& stride,
                        const Ints& padding, const Ints& dilation, bool ceil_mode) {
   if (x.dtype() == kBool) throw DTypeError(op, "expected a numeric input, got bool");
   bool unbatched = false;
-  const Tensor xb = spatial::batched(op, x, 2, unbatched);
+  const Tensor xb = spatial::batched(op, x, kernel.size(), unbatched);
   const WindowGeometry g = pool_geometry(op, xb, kernel, stride, padding, dilation, ceil_mode);
-  const Tensor indices = kernels::max_pool_indices(xb, g);  // (N, C, oH, oW): ih * W + iw
+  const Tensor indices = kernels::max_pool_indices(xb, g);  // (N, C, *out): il, or ih * W + iw
   const Tensor values = gather(xb.flatten(2), 2, indices.flatten(2)).view(indices.shape());
   return {restore_batch(values, unbatched), restore_batch(indices, unbatched)};
 }
@@ -111,6 +111,21 @@ Tensor avg_pool(std::string_view op, const Tensor& x, const Ints& kernel, const 
 
 }  // namespace
 
+MaxPoolResult max_pool1d_with_indices(const Tensor& x, ExpandingArray<1> kernel_size, ExpandingArray<1> stride,
+                                      ExpandingArray<1> padding, ExpandingArray<1> dilation, bool ceil_mode) {
+  const Ints kernel = kernel_size.value_or(0);
+  return max_pool("max_pool1d_with_indices", x, kernel, stride.value_or(kernel), padding.value_or(0),
+                  dilation.value_or(1), ceil_mode);
+}
+
+Tensor max_pool1d(const Tensor& x, ExpandingArray<1> kernel_size, ExpandingArray<1> stride, ExpandingArray<1> padding,
+                  ExpandingArray<1> dilation, bool ceil_mode) {
+  const Ints kernel = kernel_size.value_or(0);
+  return max_pool("max_pool1d", x, kernel, stride.value_or(kernel), padding.value_or(0), dilation.value_or(1),
+                  ceil_mode)
+      .values;
+}
+
 MaxPoolResult max_pool2d_with_indices(const Tensor& x, ExpandingArray<2> kernel_size, ExpandingArray<2> stride,
                                       ExpandingArray<2> padding, ExpandingArray<2> dilation, bool ceil_mode) {
   const Ints kernel = kernel_size.value_or(0);
@@ -124,6 +139,13 @@ Tensor max_pool2d(const Tensor& x, ExpandingArray<2> kernel_size, ExpandingArray
   return max_pool("max_pool2d", x, kernel, stride.value_or(kernel), padding.value_or(0), dilation.value_or(1),
                   ceil_mode)
       .values;
+}
+
+Tensor avg_pool1d(const Tensor& x, ExpandingArray<1> kernel_size, ExpandingArray<1> stride, ExpandingArray<1> padding,
+                  bool ceil_mode, bool count_include_pad) {
+  const Ints kernel = kernel_size.value_or(0);
+  return avg_pool("avg_pool1d", x, kernel, stride.value_or(kernel), padding.value_or(0), ceil_mode,
+                  count_include_pad, std::nullopt);
 }
 
 Tensor avg_pool2d(const Tensor& x, ExpandingArray<2> kernel_size, ExpandingArray<2> stride, ExpandingArray<2> padding,

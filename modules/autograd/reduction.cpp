@@ -1,12 +1,14 @@
 // Reductions: forward through infini.kernels, backward formulas written with differentiable
 // ops, so create_graph gives higher derivatives. A reduction's node keeps the mask of
 // reduced dims and whether they were kept, to bring gradients back to the input's shape.
+// Norms are in norms.cpp, order statistics in order_statistics.cpp and quantile.cpp,
+// cummax / cummin / logcumsumexp in cumulative.cpp.
 module;
 #include <algorithm>
-#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <string_view>
+#include <utility>
 #include <vector>
 module infini.autograd;
 
@@ -138,20 +140,6 @@ Tensor cumprod_grad(const Tensor& g, const Tensor& x, const Tensor& y, std::int6
   return where(first, at_first, where(second, at_second, where(zero, 0.0, at_nonzero)));
 }
 
-// sqrt(sum(x^2)); the gradient x / norm is taken as 0 where the norm is 0.
-Tensor l2_norm(const Tensor& x, const std::vector<std::int64_t>& dims, const Mask& mask, bool keepdim) {
-  Tensor y = kernels::unary(UnaryOp::Sqrt, kernels::reduce(ReduceOp::Sum, kernels::binary(BinaryOp::Mul, x, x),
-                                                           dims, keepdim));
-  record("norm", {x}, {y}, {x, y}, [mask, keepdim](const TensorList& g, const TensorList& s) {
-    if (!g[0].defined()) return TensorList{Tensor()};
-    const Tensor y = unsqueeze_reduced(s[1], mask, keepdim);
-    const Tensor zero = eq(y, 0);
-    const Tensor unit = div(s[0], where(zero, 1.0, y));
-    return TensorList{where(zero, 0.0, mul(unsqueeze_reduced(g[0], mask, keepdim), unit))};
-  });
-  return y;
-}
-
 // sum((x - mean)^2) / max(0, N - correction) of a float32/float64 tensor.
 Tensor variance(const Tensor& x, const std::vector<std::int64_t>& dims, const Mask& mask, double correction,
                 bool keepdim) {
@@ -211,6 +199,35 @@ Tensor std(const Tensor& x, const std::vector<std::int64_t>& dims, double correc
   return downcast(std_of_variance(variance(upcast(x), dims, mask, correction, keepdim)), x.dtype());
 }
 
+std::pair<Tensor, Tensor> var_mean(const Tensor& x, const std::vector<std::int64_t>& dims, double correction,
+                                   bool keepdim) {
+  require_floating("var_mean", x);
+  kernels::reduction_mask("var_mean", dims, x.dim());  // IndexError for bad dims, named var_mean
+  return {var(x, dims, correction, keepdim), mean(x, dims, keepdim)};
+}
+
+std::pair<Tensor, Tensor> std_mean(const Tensor& x, const std::vector<std::int64_t>& dims, double correction,
+                                   bool keepdim) {
+  require_floating("std_mean", x);
+  kernels::reduction_mask("std_mean", dims, x.dim());  // IndexError for bad dims, named std_mean
+  return {std(x, dims, correction, keepdim), mean(x, dims, keepdim)};
+}
+
+// NaN elements count as 0 (their gradient is 0); integers have no NaN and sum as sum() does.
+Tensor nansum(const Tensor& x, const std::vector<std::int64_t>& dims, bool keepdim) {
+  kernels::reduction_mask("nansum", dims, x.dim());  // IndexError for bad dims, named nansum
+  if (!is_floating_point(x.dtype())) return sum(x, dims, keepdim);
+  return sum(where(isnan(x), 0.0, x), dims, keepdim);
+}
+
+// nansum over the number of non-NaN elements: NaN (0 / 0) where a group has none.
+Tensor nanmean(const Tensor& x, const std::vector<std::int64_t>& dims, bool keepdim) {
+  require_floating("nanmean", x);
+  kernels::reduction_mask("nanmean", dims, x.dim());  // IndexError for bad dims, named nanmean
+  const Tensor present = kernels::reduce(ReduceOp::Sum, logical_not(isnan(x)), dims, keepdim);
+  return div(nansum(x, dims, keepdim), present.to(x.dtype()));
+}
+
 Tensor amax(const Tensor& x, const std::vector<std::int64_t>& dims, bool keepdim) {
   return extreme("amax", ReduceOp::Max, x, dims, keepdim);
 }
@@ -255,24 +272,6 @@ Tensor logsumexp(const Tensor& x, const std::vector<std::int64_t>& dims, bool ke
     return TensorList{mul(unsqueeze_reduced(g[0], mask, keepdim), softmax)};
   });
   return y;
-}
-
-Tensor norm(const Tensor& x, double p, const std::vector<std::int64_t>& dims, bool keepdim) {
-  require_floating("norm", x);
-  const Mask mask = kernels::reduction_mask("norm", dims, x.dim());
-  const Tensor xf = upcast(x);
-  Tensor y;
-  if (p == 1) {
-    y = sum(abs(xf), dims, keepdim);
-  } else if (p == 2) {
-    y = l2_norm(xf, dims, mask, keepdim);
-  } else if (std::isinf(p) && p > 0) {
-    require_nonempty("norm", x, mask);
-    y = amax(abs(xf), dims, keepdim);
-  } else {
-    throw Error("norm", concat("p must be 1, 2 or inf, got ", p));
-  }
-  return downcast(y, x.dtype());
 }
 
 Tensor all(const Tensor& x, const std::vector<std::int64_t>& dims, bool keepdim) {

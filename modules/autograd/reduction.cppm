@@ -7,6 +7,7 @@ module;
 #include <cstdint>
 #include <optional>
 #include <string_view>
+#include <utility>
 #include <vector>
 export module infini.autograd:reduction;
 import infini.kernels;
@@ -14,9 +15,12 @@ import infini.kernels;
 export namespace infini {
 
 // Every op of this family by name, for the op table test.
-inline constexpr std::array<std::string_view, 18> kReductionOps = {
-    "sum",    "mean",   "sum_to", "var",       "std",  "max",  "min", "amax",   "amin",
-    "argmax", "argmin", "prod",   "logsumexp", "norm", "all",  "any", "cumsum", "cumprod"};
+inline constexpr std::array<std::string_view, 33> kReductionOps = {
+    "sum",      "mean",      "sum_to",   "var",        "std",         "max",         "min",
+    "amax",     "amin",      "argmax",   "argmin",     "prod",        "logsumexp",   "norm",
+    "all",      "any",       "cumsum",   "cumprod",    "nansum",      "nanmean",     "var_mean",
+    "std_mean", "median",    "nanmedian", "kthvalue",  "quantile",    "mode",        "vector_norm",
+    "matrix_norm", "cummax", "cummin",   "logcumsumexp", "nanquantile"};
 
 // Bool and integer sums are int64; floating-point sums keep the dtype.
 Tensor sum(const Tensor& x);
@@ -59,9 +63,58 @@ Tensor prod(const Tensor& x, const std::vector<std::int64_t>& dims = {}, bool ke
 // -inf over an empty set. Bool and integers are computed in float32.
 Tensor logsumexp(const Tensor& x, const std::vector<std::int64_t>& dims, bool keepdim = false);
 
-// Vector p-norm over dims for p = 1, 2 or infinity (floating point only). The p = 2
-// gradient is 0 where the norm is 0 (like PyTorch); p = inf splits it among ties.
+// Vector p-norm over dims (floating point only): (sum |x|^p)^(1/p) for any p; p = 0 counts
+// the nonzero elements (no gradient), p = inf / -inf is max / min |x|. Where the norm is 0
+// the gradient is 0 (like PyTorch); p = +-inf splits it among ties.
 Tensor norm(const Tensor& x, double p = 2, const std::vector<std::int64_t>& dims = {}, bool keepdim = false);
+// torch.linalg.vector_norm: norm with ord = p.
+Tensor vector_norm(const Tensor& x, double ord = 2, const std::vector<std::int64_t>& dims = {}, bool keepdim = false);
+// torch.linalg.matrix_norm over the two dims (default the last two) of x (*, m, n): "fro"
+// (Frobenius), or ord = 1 / -1 (max / min absolute column sum) and inf / -inf (max / min
+// absolute row sum). "nuc" and ord = +-2 need singular values: an Error.
+Tensor matrix_norm(const Tensor& x, std::string_view ord = "fro", const std::vector<std::int64_t>& dims = {-2, -1},
+                   bool keepdim = false);
+Tensor matrix_norm(const Tensor& x, double ord, const std::vector<std::int64_t>& dims = {-2, -1},
+                   bool keepdim = false);
+
+// sum / mean treating NaN as zero / as absent (nanmean of only NaNs is NaN).
+Tensor nansum(const Tensor& x, const std::vector<std::int64_t>& dims = {}, bool keepdim = false);
+Tensor nanmean(const Tensor& x, const std::vector<std::int64_t>& dims = {}, bool keepdim = false);
+// (var, mean) and (std, mean) in one call, as var/std and mean above.
+std::pair<Tensor, Tensor> var_mean(const Tensor& x, const std::vector<std::int64_t>& dims = {}, double correction = 1,
+                                   bool keepdim = false);
+std::pair<Tensor, Tensor> std_mean(const Tensor& x, const std::vector<std::int64_t>& dims = {}, double correction = 1,
+                                   bool keepdim = false);
+
+// ---- order statistics (PyTorch semantics; the gradient goes to the returned index) ----
+// The median of all elements: the lower of the two middle values for an even count; NaN
+// when any element is NaN.
+Tensor median(const Tensor& x);
+// Along dim, with the index (int64, along dim) of the returned element in x.
+ValuesIndices median(const Tensor& x, std::int64_t dim, bool keepdim = false);
+// median ignoring NaN (NaN only where a whole slice is NaN).
+Tensor nanmedian(const Tensor& x);
+ValuesIndices nanmedian(const Tensor& x, std::int64_t dim, bool keepdim = false);
+// The k-th smallest element along dim (k from 1; NaN is the largest) and its index.
+ValuesIndices kthvalue(const Tensor& x, std::int64_t k, std::int64_t dim = -1, bool keepdim = false);
+// The most frequent value along dim (the smallest of equally frequent ones) and the index
+// of its last occurrence.
+ValuesIndices mode(const Tensor& x, std::int64_t dim = -1, bool keepdim = false);
+
+enum class QuantileInterpolation : std::uint8_t { Linear, Lower, Higher, Midpoint, Nearest };
+// The q-quantiles of x along dim (of the flattened x without dim): for a sorted slice of n
+// values, position q (n - 1) interpolated between its neighbours. q: a double or a 0-d /
+// 1-d tensor of x's dtype in [0, 1]; a 1-d q adds a leading dim of its size. Nearest
+// rounds half to even, like PyTorch. quantile is NaN for slices with a NaN; nanquantile
+// ignores NaNs. float32 / float64 only.
+Tensor quantile(const Tensor& x, const Tensor& q, std::optional<std::int64_t> dim = {}, bool keepdim = false,
+                QuantileInterpolation interpolation = QuantileInterpolation::Linear);
+Tensor quantile(const Tensor& x, double q, std::optional<std::int64_t> dim = {}, bool keepdim = false,
+                QuantileInterpolation interpolation = QuantileInterpolation::Linear);
+Tensor nanquantile(const Tensor& x, const Tensor& q, std::optional<std::int64_t> dim = {}, bool keepdim = false,
+                   QuantileInterpolation interpolation = QuantileInterpolation::Linear);
+Tensor nanquantile(const Tensor& x, double q, std::optional<std::int64_t> dim = {}, bool keepdim = false,
+                   QuantileInterpolation interpolation = QuantileInterpolation::Linear);
 
 // Whether all (any) elements are nonzero (NaN counts as nonzero); bool result.
 Tensor all(const Tensor& x, const std::vector<std::int64_t>& dims = {}, bool keepdim = false);
@@ -71,5 +124,12 @@ Tensor any(const Tensor& x, const std::vector<std::int64_t>& dims = {}, bool kee
 // second derivatives are exact with any zeros.
 Tensor cumsum(const Tensor& x, std::int64_t dim);
 Tensor cumprod(const Tensor& x, std::int64_t dim);
+// Running max (min) along dim and the index where it was reached (the last index among
+// equal values, NaN sticking once seen, like PyTorch); the gradient goes to that index.
+ValuesIndices cummax(const Tensor& x, std::int64_t dim);
+ValuesIndices cummin(const Tensor& x, std::int64_t dim);
+// log(cumsum(exp(x))) along dim, without overflow or underflow of the partial sums
+// (floating point only).
+Tensor logcumsumexp(const Tensor& x, std::int64_t dim);
 
 }  // namespace infini

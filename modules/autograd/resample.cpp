@@ -1,6 +1,6 @@
 // Resampling of the spatial dims: adaptive average pooling and bilinear interpolation as
-// A_h @ x @ A_w^T with small (out, in) weight matrices, nearest interpolation as an
-// index_select of source rows and columns.
+// A_h @ x @ A_w^T (1-d: x @ A^T) with small (out, in) weight matrices, nearest
+// interpolation as an index_select of source rows and columns.
 module;
 #include <algorithm>
 #include <cmath>
@@ -61,6 +61,16 @@ Tensor resample(const Tensor& x, const Matrix& a_h, const Matrix& a_w) {
   return spatial::downcast(y, x.dtype());
 }
 
+// x checked for adaptive average pooling (floating point, output_size given and >= 0) and
+// batched (N, C, *spatial) with `dims` spatial dims.
+Tensor adaptive_input(std::string_view op, const Tensor& x, bool has_output_size, const Ints& out, std::size_t dims,
+                      bool& unbatched) {
+  if (!is_floating_point(x.dtype())) throw DTypeError(op, concat("expected a floating-point input, got ", x.dtype()));
+  if (!has_output_size) throw ShapeError(op, "output_size must be given");
+  spatial::check_at_least(op, "output_size", out, 0);
+  return spatial::batched(op, x, dims, unbatched);
+}
+
 // PyTorch's legacy "nearest" source index of output o (nearest_idx), in float arithmetic.
 Tensor nearest_index(std::int64_t in, std::int64_t out, double scale_factor, Device device) {
   Ints index;
@@ -71,7 +81,7 @@ Tensor nearest_index(std::int64_t in, std::int64_t out, double scale_factor, Dev
     else if (out == 2 * in) index.push_back(o >> 1);
     else index.push_back(std::min(static_cast<std::int64_t>(std::floor(static_cast<float>(o) * scale)), in - 1));
   }
-  return from_vector(index, {}, {.device = device});
+  return from_vector(index, {}, {.dtype = kInt64, .device = device});
 }
 
 // The option as one value per spatial dim (a single value applies to all).
@@ -87,15 +97,23 @@ std::vector<T> per_dim(std::string_view what, const std::vector<T>& values, std:
 }  // namespace
 
 Tensor adaptive_avg_pool2d(const Tensor& x, ExpandingArray<2> output_size) {
-  constexpr std::string_view op = "adaptive_avg_pool2d";
-  if (!is_floating_point(x.dtype())) throw DTypeError(op, concat("expected a floating-point input, got ", x.dtype()));
-  if (!output_size.has_value()) throw ShapeError(op, "output_size must be given");
-  const Ints out = output_size.value_or(0);
-  spatial::check_at_least(op, "output_size", out, 0);
   bool unbatched = false;
-  const Tensor xb = spatial::batched(op, x, 2, unbatched);
+  const Tensor xb = adaptive_input("adaptive_avg_pool2d", x, output_size.has_value(), output_size.value_or(0), 2,
+                                   unbatched);
+  const Ints out = output_size.value_or(0);
   const Tensor y = resample(xb, averaging(xb.size(2), out[0]), averaging(xb.size(3), out[1]));
   return unbatched ? y.squeeze(0) : y;
+}
+
+// x (N, C, L) @ A (oL, L)^T.
+Tensor adaptive_avg_pool1d(const Tensor& x, ExpandingArray<1> output_size) {
+  bool unbatched = false;
+  const Tensor xb = adaptive_input("adaptive_avg_pool1d", x, output_size.has_value(), output_size.value_or(0), 1,
+                                   unbatched);
+  const Tensor xc = spatial::upcast(xb).contiguous();
+  const std::int64_t in = xb.size(2);
+  const Tensor y = matmul(xc, to_tensor(averaging(in, output_size.value_or(0)[0]), in, xc).t());
+  return spatial::downcast(unbatched ? y.squeeze(0) : y, x.dtype());
 }
 
 Tensor interpolate(const Tensor& x, const InterpolateOptions& options) {

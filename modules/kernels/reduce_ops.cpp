@@ -1,4 +1,5 @@
-// Raw argmax/argmin and scans: argument checks and result allocation around the kernels.
+// Raw argmax/argmin, scans and running max/min: argument checks and result allocation
+// around the kernels.
 module;
 #include <cstdint>
 #include <optional>
@@ -42,8 +43,10 @@ std::pair<Tensor, Tensor> arg_reduce(std::string_view name, ReduceOp op, const T
 
 Tensor scan(ScanOp op, const Tensor& x, std::int64_t dim, bool reverse) {
   NoGradGuard no_grad;
-  const std::string_view name = op == ScanOp::Sum ? "cumsum" : "cumprod";
+  const std::string_view name = op == ScanOp::Sum ? "cumsum" : op == ScanOp::Prod ? "cumprod" : "logcumsumexp";
   const std::int64_t d = wrap_dim(name, dim, x.dim());
+  if (op == ScanOp::LogSumExp && !is_floating_point(x.dtype()))
+    throw DTypeError(name, concat("expected a floating-point tensor, got ", x.dtype()));
   const DataType result = is_floating_point(x.dtype()) ? x.dtype() : kInt64;
   Tensor out = empty(x.shape(), {.dtype = result, .device = x.device()});
   if (x.dim() == 0) {  // one element: the scan is the element itself
@@ -52,6 +55,19 @@ Tensor scan(ScanOp op, const Tensor& x, std::int64_t dim, bool reverse) {
   }
   KernelTable<ScanKernel>::call(x.device(), out, x, d, op, reverse);
   return out;
+}
+
+std::pair<Tensor, Tensor> arg_scan(std::string_view name, ReduceOp op, const Tensor& x, std::int64_t dim) {
+  NoGradGuard no_grad;
+  if (op != ReduceOp::Max && op != ReduceOp::Min) throw Error(name, "arg_scan takes ReduceOp::Max or ReduceOp::Min");
+  const std::int64_t d = wrap_dim(name, dim, x.dim());
+  Tensor values = empty(x.shape(), {.dtype = x.dtype(), .device = x.device()});
+  Tensor indices = empty(x.shape(), {.dtype = kInt64, .device = x.device()});
+  if (x.dim() == 0)  // one element: its own running max, at index 0
+    KernelTable<ArgScanKernel>::call(x.device(), values.view({1}), indices.view({1}), x.view({1}), 0, op);
+  else
+    KernelTable<ArgScanKernel>::call(x.device(), values, indices, x, d, op);
+  return {values, indices};
 }
 
 }  // namespace infini::kernels

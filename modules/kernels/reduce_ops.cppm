@@ -1,5 +1,6 @@
 // Raw reductions beyond ReduceOp: max/min along one dim with the index where they occur
-// (argmax/argmin), and cumulative sums and products (scans) along one dim.
+// (argmax/argmin), and cumulative sums, products, log-sum-exps and max/min (scans) along
+// one dim.
 module;
 #include <cstdint>
 #include <optional>
@@ -11,7 +12,7 @@ import :ops;
 
 export namespace infini {
 
-enum class ScanOp : std::uint8_t { Sum, Prod };
+enum class ScanOp : std::uint8_t { Sum, Prod, LogSumExp };
 
 // values, indices (in's shape with size 1 at `dim`) = the max (op Max) or min (op Min) of
 // in along dim and the index of its first occurrence; NaN beats every number, like PyTorch.
@@ -22,10 +23,19 @@ struct ArgReduceKernel {
 };
 
 // out[.., k, ..] = op(in[.., 0, ..], ..., in[.., k, ..]) along dim (over k..n-1 when reverse);
-// same shape; out's dtype is in's (floating point) or int64.
+// same shape; out's dtype is in's (floating point) or int64. LogSumExp: floating point only.
 struct ScanKernel {
   static constexpr std::string_view name = "scan";
   using Fn = void (*)(const Tensor& out, const Tensor& in, std::int64_t dim, ScanOp op, bool reverse);
+};
+
+// values[.., k, ..], indices[.., k, ..] = the running max (op Max) or min (op Min) of in along
+// dim up to k and the index where it was reached: a later element equal to the running value
+// takes over (PyTorch's cummax/cummin), and a NaN, once seen, stays. values has in's dtype,
+// indices int64; both have in's shape.
+struct ArgScanKernel {
+  static constexpr std::string_view name = "arg_scan";
+  using Fn = void (*)(const Tensor& values, const Tensor& indices, const Tensor& in, std::int64_t dim, ReduceOp op);
 };
 
 namespace kernels {
@@ -39,6 +49,10 @@ std::pair<Tensor, Tensor> arg_reduce(std::string_view name, ReduceOp op, const T
 // Cumulative sum or product along dim (from the end when reverse). Bool and integers give
 // int64; floating types keep theirs (accumulated in float64).
 Tensor scan(ScanOp op, const Tensor& x, std::int64_t dim, bool reverse = false);
+
+// (values, indices) of the running max (op Max) or min (op Min) along dim; `name` is the op
+// reported in errors (IndexError for a bad dim).
+std::pair<Tensor, Tensor> arg_scan(std::string_view name, ReduceOp op, const Tensor& x, std::int64_t dim);
 
 }  // namespace kernels
 }  // namespace infini

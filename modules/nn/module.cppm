@@ -16,6 +16,7 @@ export import :conv;
 export import :pooling;
 export import :attention;
 export import :loss;
+export import :distance;
 export import :data_random;
 export import :dataset;
 export import :sampler;

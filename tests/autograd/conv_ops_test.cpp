@@ -90,12 +90,6 @@ Tensor conv_transpose2d_sums(const Tensor& x, const Tensor& w, const Tensor& b, 
   return make(ys, y);
 }
 
-// An unbatched (C, ...) input is computed as a batch of one.
-Tensor batch_of(const Tensor& x, std::int64_t dims) { return x.dim() == dims + 1 ? x.unsqueeze(0) : x; }
-Tensor unbatch_like(const Tensor& y, const Tensor& x, std::int64_t dims) {
-  return x.dim() == dims + 1 ? y.squeeze(0) : y;
-}
-
 Tensor bias_of(const TensorList& in) { return in.size() > 2 ? in[2] : Tensor(); }
 
 // conv1d as conv2d over a height of 1: x (N, C, L) -> (N, C, 1, L), w (O, C/G, K) -> (O, C/G, 1, K).

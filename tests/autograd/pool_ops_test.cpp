@@ -21,15 +21,6 @@ namespace {
 
 using Triple = std::array<std::int64_t, 3>;
 
-// PyTorch's pooling_output_shape: floor or ceil of (in + 2p - d (k - 1) - 1) / s, plus 1;
-// with ceil_mode the last window must start inside the input or the left padding.
-std::int64_t pool_out(std::int64_t in, std::int64_t k, std::int64_t s, std::int64_t p, std::int64_t d, bool ceil) {
-  const std::int64_t span = in + 2 * p - d * (k - 1) - 1;
-  std::int64_t out = (ceil ? (span + s - 1) / s : span / s) + 1;
-  if (ceil && (out - 1) * s >= in + p) --out;
-  return out;
-}
-
 // ---- max pooling ----
 
 struct MaxPoolArgs {
@@ -64,11 +55,6 @@ TensorList max_pool2d_loops(const Tensor& x, const MaxPoolArgs& a) {
         idx.push_back(static_cast<double>(at));
       }
   return {make(ys, y), make(ys, idx)};
-}
-
-Tensor batch_of(const Tensor& x, std::int64_t dims) { return x.dim() == dims + 1 ? x.unsqueeze(0) : x; }
-Tensor unbatch_like(const Tensor& y, const Tensor& x, std::int64_t dims) {
-  return x.dim() == dims + 1 ? y.squeeze(0) : y;
 }
 
 void add_max_pool(const MaxPoolArgs& a, std::function<std::vector<OpSample>()> samples) {

@@ -1,6 +1,7 @@
 // Loss modules against naive float64 references: cross entropy (class weights,
-// ignore_index, label smoothing, probabilities, spatial dims), NLL, MSE, L1, BCE and BCE with
-// logits (weight, pos_weight); reductions, buffers in the state dict, gradients, hooks, errors.
+// ignore_index, label smoothing, probabilities, spatial dims), NLL, MSE, L1, smooth L1, Huber,
+// KL divergence, BCE and BCE with logits (weight, pos_weight); reductions (BatchMean: KLDivLoss
+// only), buffers in the state dict, gradients, hooks, errors.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -162,6 +163,67 @@ TEST(RegressionLosses, MSEAndL1MatchTheirFormulas) {
   expect_gradcheck([&](const TensorList&) { return TensorList{mse(x, b.flatten().narrow(0, 0, 5))}; }, {x});
   expect_error<ShapeError>([&] { mse(zeros({3}), zeros({4})); }, "MSELoss", "[3]");
   expect_error<ShapeError>([] { L1Loss()(zeros({3}), zeros({2, 3})); }, "L1Loss", "[2, 3]");
+}
+
+TEST(RegressionLosses, SmoothL1AndHuberMatchTheirFormulas) {
+  const Tensor a = random_input({3, 4}, 10, false), b = random_input({3, 4}, 11, false);
+  const std::vector<double> av = values(a), bv = values(b);
+  std::vector<double> smooth, huber;
+  for (std::size_t i = 0; i < av.size(); ++i) {
+    const double d = std::abs(av[i] - bv[i]);
+    smooth.push_back(d < 0.5 ? 0.5 * d * d / 0.5 : d - 0.25);
+    huber.push_back(d < 2 ? 0.5 * d * d : 2 * (d - 1));
+  }
+  expect_close(values(SmoothL1Loss({.reduction = Reduction::None, .beta = 0.5})(a, b)), smooth, 1e-12);
+  expect_close(values(SmoothL1Loss({.beta = 0.5})(a, b)), {reduce(smooth, Reduction::Mean, 12)}, 1e-12);
+  expect_close(values(HuberLoss({.reduction = Reduction::Sum, .delta = 2})(a, b)), {reduce(huber, Reduction::Sum, 1)},
+               1e-12);
+  // Defaults: beta = delta = 1, where the two losses agree.
+  SmoothL1Loss smooth_default;
+  HuberLoss huber_default;
+  EXPECT_EQ(smooth_default->options.beta, 1.0);
+  EXPECT_EQ(huber_default->options.delta, 1.0);
+  expect_close(values(smooth_default(a, b)), values(huber_default(a, b)), 1e-15);
+  EXPECT_TRUE(smooth_default->state_dict().empty());
+  const Tensor x = random_input({5}, 12);
+  const Tensor t = b.flatten().narrow(0, 0, 5);
+  expect_gradcheck([&](const TensorList&) { return TensorList{smooth_default(x, t)}; }, {x});
+  expect_gradcheck([&](const TensorList&) { return TensorList{huber_default(x, t)}; }, {x});
+  expect_error([] { SmoothL1Loss({.beta = -1}); }, "SmoothL1Loss", "beta must be >= 0, got -1");
+  expect_error([] { HuberLoss({.delta = 0}); }, "HuberLoss", "delta must be > 0, got 0");
+  expect_error<ShapeError>([&] { huber_default(zeros({3}), zeros({4})); }, "HuberLoss", "[4]");
+}
+
+TEST(KLDivLoss, BatchMeanLogTargetAndDefaults) {
+  const Tensor logits = random_input({3, 4}, 13, false);
+  const Tensor input = log_softmax(logits, 1), target = softmax(random_input({3, 4}, 14, false), 1);
+  const std::vector<double> x = values(input), p = values(target);
+  std::vector<double> pointwise;
+  for (std::size_t i = 0; i < x.size(); ++i) pointwise.push_back(p[i] * (std::log(p[i]) - x[i]));
+  KLDivLoss plain;
+  expect_close(values(plain(input, target)), {reduce(pointwise, Reduction::Mean, 12)}, 1e-12);
+  KLDivLoss batch_mean({.reduction = Reduction::BatchMean});
+  expect_close(values(batch_mean(input, target)), {reduce(pointwise, Reduction::Sum, 1) / 3}, 1e-12);
+  KLDivLoss log_target({.reduction = Reduction::None, .log_target = true});
+  expect_close(values(log_target(input, log(target))), pointwise, 1e-12);
+  EXPECT_TRUE(plain->state_dict().empty());
+  const Tensor leaf = logits.detach().requires_grad_();
+  expect_gradcheck([&](const TensorList&) { return TensorList{batch_mean(log_softmax(leaf, 1), target)}; }, {leaf});
+  expect_error<DTypeError>([&] { plain(zeros({2}, {.dtype = kInt64}), target); }, "KLDivLoss", "int64");
+}
+
+TEST(LossReductions, OnlyKLDivLossTakesBatchMean) {
+  const Tensor a = random_input({2, 3}, 15, false), b = random_input({2, 3}, 16, false);
+  MSELoss mse(Reduction::BatchMean);
+  L1Loss l1(Reduction::BatchMean);
+  expect_error([&] { mse(a, b); }, "MSELoss", "BatchMean");
+  expect_error([&] { l1(a, b); }, "L1Loss", "BatchMean");
+  expect_error([&] { SmoothL1Loss({.reduction = Reduction::BatchMean})(a, b); }, "SmoothL1Loss", "BatchMean");
+  expect_error([&] { HuberLoss({.reduction = Reduction::BatchMean})(a, b); }, "HuberLoss", "BatchMean");
+  expect_error([&] { CrossEntropyLoss({.reduction = Reduction::BatchMean})(a, targets({0, 2}, {2})); },
+               "CrossEntropyLoss", "BatchMean");
+  expect_error([&] { NLLLoss({.reduction = Reduction::BatchMean})(a, targets({0, 2}, {2})); }, "NLLLoss",
+               "BatchMean");
 }
 
 TEST(BinaryLosses, BCEAndBCEWithLogitsMatchTheirFormulas) {

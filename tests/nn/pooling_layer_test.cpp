@@ -1,6 +1,6 @@
-// MaxPool2d, AvgPool2d, AvgPool3d and AdaptiveAvgPool2d against window loops in float64
-// (padding, dilation, ceil_mode, count_include_pad, divisor_override), input gradients by
-// gradcheck, clone, printing and errors naming the layer.
+// MaxPool1d/2d, AvgPool1d/2d/3d, AdaptiveAvgPool1d/2d and AdaptiveMaxPool2d against window
+// loops in float64 (padding, dilation, ceil_mode, count_include_pad, divisor_override),
+// input gradients by gradcheck, clone, printing and errors naming the layer.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -196,12 +196,78 @@ TEST(AdaptiveAvgPool2dLayer, AveragesFloorToCeilRanges) {
   expect_all_near(AdaptiveAvgPool2d(1)(make({1, 1, 2, 2}, {1, 2, 3, 6})), {1, 1, 1, 1}, {3.0}, 1e-12);
 }
 
+TEST(MaxPool1dLayer, MatchesWindowMaxAndIndices) {
+  const Dim l{.in = 10, .kernel = 3, .stride = 2, .padding = 1, .dilation = 2};
+  EXPECT_EQ(l.out(true), l.out(false) + 1);  // ceil_mode adds a window
+  const std::vector<double> x = distinct(2 * 3 * 10);
+  for (bool ceil_mode : {false, true}) {
+    MaxPool1d pool(3, {.stride = 2, .padding = 1, .dilation = 2, .ceil_mode = ceil_mode});
+    const MaxResult expected = max_pool_reference(x, 6, kFlat, l, ceil_mode);
+    const Shape shape{2, 3, l.out(ceil_mode)};
+    expect_all_near(pool(make({2, 3, 10}, x)), shape, expected.values, 0);
+    const MaxPoolResult r = pool->forward_with_indices(make({2, 3, 10}, x));
+    EXPECT_EQ(r.indices.dtype(), kInt64);
+    expect_all_near(r.indices, shape, expected.indices, 0);
+  }
+  // Unbatched (C, L), stride defaulting to kernel_size.
+  MaxPool1d pair(2);
+  EXPECT_EQ(pair->stride, (std::vector<std::int64_t>{2}));
+  expect_all_near(pair(make({2, 4}, {1, 7, 3, 5, 8, 2, 6, 4})), {2, 2}, {7, 5, 8, 6}, 0);
+}
+
+TEST(AvgPool1dLayer, MatchesWindowMeans) {
+  const std::vector<double> x = sample({2, 2, 7}, 27);
+  const Dim l{.in = 7, .kernel = 3, .stride = 2, .padding = 1};
+  for (bool ceil_mode : {false, true})
+    for (bool include_pad : {true, false}) {
+      AvgPool1d pool(3, {.stride = 2, .padding = 1, .ceil_mode = ceil_mode, .count_include_pad = include_pad});
+      expect_all_near(pool(make({2, 2, 7}, x)), {2, 2, l.out(ceil_mode)},
+                      avg_pool_reference(x, 4, kFlat, kFlat, l, ceil_mode, include_pad), 1e-12);
+    }
+  expect_all_near(AvgPool1d(2)(make({1, 4}, {1, 2, 3, 6})), {1, 2}, {1.5, 4.5}, 1e-15);
+}
+
+TEST(AdaptiveAvgPool1dLayer, AveragesFloorToCeilRanges) {
+  // 5 -> 3: windows [0, 2), [1, 4), [3, 5).
+  AdaptiveAvgPool1d pool(3);
+  expect_all_near(pool(make({1, 1, 5}, {1, 2, 3, 4, 5})), {1, 1, 3}, {1.5, 3, 4.5}, 1e-15);
+  expect_all_near(pool(make({2, 2}, {2, 6, 1, 3})), {2, 3}, {2, 4, 6, 1, 2, 3}, 1e-15);
+}
+
+TEST(AdaptiveMaxPool2dLayer, MaxOfFloorToCeilRanges) {
+  const std::vector<double> x = distinct(2 * 7 * 5);
+  AdaptiveMaxPool2d pool({3, 2});
+  std::vector<double> expected, positions;
+  for (std::int64_t p = 0; p < 2; ++p)
+    for (std::int64_t i = 0; i < 3; ++i)
+      for (std::int64_t j = 0; j < 2; ++j) {
+        const std::int64_t r0 = i * 7 / 3, r1 = ((i + 1) * 7 + 2) / 3, c0 = j * 5 / 2, c1 = ((j + 1) * 5 + 1) / 2;
+        double best = -std::numeric_limits<double>::infinity();
+        std::int64_t at = -1;
+        for (std::int64_t r = r0; r < r1; ++r)
+          for (std::int64_t c = c0; c < c1; ++c)
+            if (x[(p * 7 + r) * 5 + c] > best) best = x[(p * 7 + r) * 5 + c], at = r * 5 + c;
+        expected.push_back(best);
+        positions.push_back(static_cast<double>(at));
+      }
+  expect_all_near(pool(make({1, 2, 7, 5}, x)), {1, 2, 3, 2}, expected, 0);
+  const MaxPoolResult r = pool->forward_with_indices(make({2, 7, 5}, x));
+  expect_all_near(r.values, {2, 3, 2}, expected, 0);
+  expect_all_near(r.indices, {2, 3, 2}, positions, 0);
+}
+
 TEST(PoolingLayers, InputGradientsPassGradcheck) {
   AvgPool2d avg(2, {.stride = 1, .padding = 1, .count_include_pad = false});
   AdaptiveAvgPool2d adaptive({2, 3});
   AvgPool3d avg3(2, {.ceil_mode = true});
-  const Tensor x = make({1, 2, 3, 4}, sample({1, 2, 3, 4}, 25)).requires_grad_();
-  test::expect_gradcheck([&](const TensorList&) { return TensorList{avg(x), adaptive(x)}; }, {x});
+  AdaptiveMaxPool2d adaptive_max({2, 3});
+  const Tensor x = make({1, 2, 3, 4}, distinct(24)).requires_grad_();
+  test::expect_gradcheck([&](const TensorList&) { return TensorList{avg(x), adaptive(x), adaptive_max(x)}; }, {x});
+  MaxPool1d max1(3, {.stride = 2, .padding = 1});
+  AvgPool1d avg1(3, {.stride = 2, .padding = 1, .ceil_mode = true, .count_include_pad = false});
+  AdaptiveAvgPool1d adaptive1(4);
+  const Tensor x1 = make({2, 2, 6}, distinct(24)).requires_grad_();
+  test::expect_gradcheck([&](const TensorList&) { return TensorList{max1(x1), avg1(x1), adaptive1(x1)}; }, {x1});
   const Tensor x3 = make({1, 1, 3, 2, 3}, sample({1, 1, 3, 2, 3}, 26)).requires_grad_();
   test::expect_gradcheck([&](const TensorList&) { return TensorList{avg3(x3)}; }, {x3});
 }
@@ -224,6 +290,21 @@ TEST(PoolingLayers, NoParametersCloneAndPrint) {
   EXPECT_EQ(avg->divisor_override, 2);
   Sequential net(MaxPool2d(2), AdaptiveAvgPool2d(1));
   EXPECT_EQ(net(ones({1, 3, 4, 4})).shape(), (Shape{1, 3, 1, 1}));
+  EXPECT_EQ(MaxPool1d(3, {.stride = 1, .padding = 1})->str(),
+            "MaxPool1d(kernel_size=3, stride=1, padding=1, dilation=1, ceil_mode=false)");
+  EXPECT_EQ(AvgPool1d(4, {.ceil_mode = true, .count_include_pad = false})->str(),
+            "AvgPool1d(kernel_size=4, stride=4, padding=0, ceil_mode=true, count_include_pad=false)");
+  EXPECT_EQ(AdaptiveAvgPool1d(5)->str(), "AdaptiveAvgPool1d(output_size=5)");
+  EXPECT_EQ(AdaptiveMaxPool2d({5, 7})->str(), "AdaptiveMaxPool2d(output_size=(5, 7))");
+  auto max1 = std::dynamic_pointer_cast<MaxPool1dImpl>(MaxPool1d(2, {.dilation = 2})->clone());
+  ASSERT_TRUE(max1);
+  EXPECT_EQ(max1->dilation, (std::vector<std::int64_t>{2}));
+  auto adaptive_max = std::dynamic_pointer_cast<AdaptiveMaxPool2dImpl>(AdaptiveMaxPool2d(3)->clone());
+  ASSERT_TRUE(adaptive_max);
+  EXPECT_EQ(adaptive_max->output_size, (std::vector<std::int64_t>{3, 3}));
+  EXPECT_TRUE(AdaptiveMaxPool2d(3)->parameters().empty());
+  Sequential net1(MaxPool1d(2), AvgPool1d(2), AdaptiveAvgPool1d(1));
+  EXPECT_EQ(net1(ones({2, 3, 8})).shape(), (Shape{2, 3, 1}));
 }
 
 TEST(PoolingLayers, BadOptionsNameTheLayer) {
@@ -236,6 +317,11 @@ TEST(PoolingLayers, BadOptionsNameTheLayer) {
   expect_error<ShapeError>([] { AvgPool3d({2, 2, 0}); }, "AvgPool3d", "kernel_size must be >= 1, got [2, 2, 0]");
   expect_error<ShapeError>([] { AvgPool2d(2, {.divisor_override = 0}); }, "AvgPool2d", "divisor_override");
   expect_error<ShapeError>([] { AdaptiveAvgPool2d({0, 3}); }, "AdaptiveAvgPool2d", "output_size");
+  expect_error<ShapeError>([] { MaxPool1d(3, {.padding = 2}); }, "MaxPool1d", "padding [2] must be at most half");
+  expect_error<ShapeError>([] { MaxPool1d(0); }, "MaxPool1d", "kernel_size must be >= 1, got [0]");
+  expect_error<ShapeError>([] { AvgPool1d(2, {.stride = 0}); }, "AvgPool1d", "stride must be >= 1, got [0]");
+  expect_error<ShapeError>([] { AdaptiveAvgPool1d(0); }, "AdaptiveAvgPool1d", "output_size");
+  expect_error<ShapeError>([] { AdaptiveMaxPool2d({2, -1}); }, "AdaptiveMaxPool2d", "output_size");
 }
 
 TEST(PoolingLayers, BadInputsNameTheLayer) {
@@ -248,6 +334,16 @@ TEST(PoolingLayers, BadInputsNameTheLayer) {
   expect_error<DTypeError>([&] { avg(zeros({1, 4, 4}, {.dtype = kInt64})); }, "AvgPool2d", "floating-point");
   expect_error<ShapeError>([&] { AvgPool3d(2)(zeros({2, 4, 4})); }, "AvgPool3d", "avg_pool3d");
   expect_error<ShapeError>([&] { AdaptiveAvgPool2d(2)(zeros({1, 0, 4, 4})); }, "AdaptiveAvgPool2d", "non-empty");
+  MaxPool1d max1(3);
+  expect_error<ShapeError>([&] { max1(zeros({1, 2, 3, 3})); }, "MaxPool1d", "max_pool1d");
+  expect_error<ShapeError>([&] { max1->forward_with_indices(zeros({2, 2})); }, "MaxPool1d",
+                           "max_pool1d_with_indices");
+  expect_error<DTypeError>([&] { AvgPool1d(2)(zeros({1, 4}, {.dtype = kInt32})); }, "AvgPool1d", "avg_pool1d");
+  expect_error<ShapeError>([&] { AdaptiveAvgPool1d(2)(zeros({4})); }, "AdaptiveAvgPool1d", "adaptive_avg_pool1d");
+  AdaptiveMaxPool2d adaptive_max(2);
+  expect_error<DTypeError>([&] { adaptive_max(zeros({1, 3, 3}, {.dtype = kBool})); }, "AdaptiveMaxPool2d", "bool");
+  expect_error<ShapeError>([&] { adaptive_max->forward_with_indices(zeros({3, 3})); }, "AdaptiveMaxPool2d",
+                           "adaptive_max_pool2d_with_indices");
 }
 
 }  // namespace

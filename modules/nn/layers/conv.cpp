@@ -1,4 +1,4 @@
-// Conv1d, Conv2d and ConvTranspose2d: option checks, PyTorch's initialisation, forward
+// Conv1d/2d/3d and ConvTranspose1d/2d/3d: option checks, PyTorch's initialisation, forward
 // through the functional conv ops (see conv.cppm).
 module;
 #include <algorithm>
@@ -70,18 +70,40 @@ Tensor convolve(const Tensor& x, const Tensor& weight, const Tensor& bias, const
                 const Ints& dilation, std::int64_t groups) {
   if constexpr (D == 1)
     return conv1d(x, weight, bias, expanding<1>(stride), expanding<1>(padding), expanding<1>(dilation), groups);
-  else
+  else if constexpr (D == 2)
     return conv2d(x, weight, bias, expanding<2>(stride), expanding<2>(padding), expanding<2>(dilation), groups);
+  else
+    return conv3d(x, weight, bias, expanding<3>(stride), expanding<3>(padding), expanding<3>(dilation), groups);
+}
+
+template <std::size_t D>
+Tensor convolve_transposed(const Tensor& x, const Tensor& weight, const Tensor& bias, const Ints& stride,
+                           const Ints& padding, const Ints& output_padding, std::int64_t groups, const Ints& dilation) {
+  if constexpr (D == 1)
+    return conv_transpose1d(x, weight, bias, expanding<1>(stride), expanding<1>(padding),
+                            expanding<1>(output_padding), groups, expanding<1>(dilation));
+  else if constexpr (D == 2)
+    return conv_transpose2d(x, weight, bias, expanding<2>(stride), expanding<2>(padding),
+                            expanding<2>(output_padding), groups, expanding<2>(dilation));
+  else
+    return conv_transpose3d(x, weight, bias, expanding<3>(stride), expanding<3>(padding),
+                            expanding<3>(output_padding), groups, expanding<3>(dilation));
+}
+
+// "Conv2d", "ConvTranspose3d", ...
+template <std::size_t D>
+std::string layer_name(const char* family) {
+  return concat(family, D, "d");
 }
 
 }  // namespace
 
-// ---- Conv1d, Conv2d ----
+// ---- Conv1d, Conv2d, Conv3d ----
 
 template <std::size_t D>
 ConvImpl<D>::ConvImpl(std::int64_t in_channels, std::int64_t out_channels, ExpandingArray<D> kernel_size,
                       ConvOptions<D> options)
-    : Cloneable<ConvImpl<D>>(D == 1 ? "Conv1d" : "Conv2d"),
+    : Cloneable<ConvImpl<D>>(layer_name<D>("Conv")),
       in_channels(in_channels),
       out_channels(out_channels),
       kernel_size(kernel_size.value_or(0)),
@@ -132,12 +154,14 @@ std::string ConvImpl<D>::extra_repr() const {
 
 template class ConvImpl<1>;
 template class ConvImpl<2>;
+template class ConvImpl<3>;
 
-// ---- ConvTranspose2d ----
+// ---- ConvTranspose1d, ConvTranspose2d, ConvTranspose3d ----
 
-ConvTranspose2dImpl::ConvTranspose2dImpl(std::int64_t in_channels, std::int64_t out_channels,
-                                         ExpandingArray<2> kernel_size, ConvTranspose2dOptions options)
-    : Cloneable("ConvTranspose2d"),
+template <std::size_t D>
+ConvTransposeImpl<D>::ConvTransposeImpl(std::int64_t in_channels, std::int64_t out_channels,
+                                        ExpandingArray<D> kernel_size, ConvTransposeOptions<D> options)
+    : Cloneable<ConvTransposeImpl<D>>(layer_name<D>("ConvTranspose")),
       in_channels(in_channels),
       out_channels(out_channels),
       kernel_size(kernel_size.value_or(0)),
@@ -147,34 +171,46 @@ ConvTranspose2dImpl::ConvTranspose2dImpl(std::int64_t in_channels, std::int64_t 
       dilation(options.dilation.value_or(1)),
       groups(options.groups),
       with_bias_(options.bias) {
-  check_channels(type_name(), in_channels, out_channels, groups);
-  check_geometry(type_name(), this->kernel_size, stride, padding, dilation);
-  check_option_at_least(type_name(), "output_padding", output_padding, 0);
-  for (std::size_t d = 0; d < 2; ++d)
+  const std::string& layer = this->type_name();
+  check_channels(layer, in_channels, out_channels, groups);
+  check_geometry(layer, this->kernel_size, stride, padding, dilation);
+  check_option_at_least(layer, "output_padding", output_padding, 0);
+  for (std::size_t d = 0; d < D; ++d)
     if (output_padding[d] >= std::max(stride[d], dilation[d]))
-      throw ShapeError(type_name(), concat("output_padding ", output_padding, " must be smaller than stride ", stride,
-                                           " or dilation ", dilation, " in each dim"));
+      throw ShapeError(layer, concat("output_padding ", output_padding, " must be smaller than stride ", stride,
+                                     " or dilation ", dilation, " in each dim"));
   reset();
 }
 
-void ConvTranspose2dImpl::reset() {
-  weight = register_parameter("weight", empty({in_channels, out_channels / groups, kernel_size[0], kernel_size[1]}));
-  bias = with_bias_ ? register_parameter("bias", empty({out_channels})) : Tensor();
+template <std::size_t D>
+void ConvTransposeImpl<D>::reset() {
+  Shape shape{in_channels, out_channels / groups};
+  shape.insert(shape.end(), kernel_size.begin(), kernel_size.end());
+  weight = this->register_parameter("weight", empty(shape));
+  bias = with_bias_ ? this->register_parameter("bias", empty({out_channels})) : Tensor();
   reset_parameters();
 }
 
-void ConvTranspose2dImpl::reset_parameters(Generator* generator) { init_conv_parameters(weight, bias, generator); }
+template <std::size_t D>
+void ConvTransposeImpl<D>::reset_parameters(Generator* generator) {
+  init_conv_parameters(weight, bias, generator);
+}
 
-Tensor ConvTranspose2dImpl::forward(const Tensor& x) {
-  return with_layer_name(type_name(), [&] {
-    return conv_transpose2d(x, weight, bias, expanding<2>(stride), expanding<2>(padding),
-                            expanding<2>(output_padding), groups, expanding<2>(dilation));
+template <std::size_t D>
+Tensor ConvTransposeImpl<D>::forward(const Tensor& x) {
+  return with_layer_name(this->type_name(), [&] {
+    return convolve_transposed<D>(x, weight, bias, stride, padding, output_padding, groups, dilation);
   });
 }
 
-std::string ConvTranspose2dImpl::extra_repr() const {
+template <std::size_t D>
+std::string ConvTransposeImpl<D>::extra_repr() const {
   return conv_repr(in_channels, out_channels, kernel_size, stride, padding, output_padding, dilation, groups,
                    with_bias_);
 }
+
+template class ConvTransposeImpl<1>;
+template class ConvTransposeImpl<2>;
+template class ConvTransposeImpl<3>;
 
 }  // namespace infini::nn

@@ -67,6 +67,34 @@ Tensor L1LossImpl::forward(const Tensor& input, const Tensor& target) {
   return with_layer_name(type_name(), [&] { return l1_loss(input, target, reduction); });
 }
 
+// ---- SmoothL1Loss, HuberLoss, KLDivLoss ----
+
+SmoothL1LossImpl::SmoothL1LossImpl(SmoothL1LossOptions options) : LossImpl("SmoothL1Loss"), options(options) {
+  reset();
+}
+
+void SmoothL1LossImpl::reset() {
+  if (!(options.beta >= 0)) throw Error(type_name(), concat("beta must be >= 0, got ", options.beta));
+}
+
+Tensor SmoothL1LossImpl::forward(const Tensor& input, const Tensor& target) {
+  return with_layer_name(type_name(), [&] { return smooth_l1_loss(input, target, options.reduction, options.beta); });
+}
+
+HuberLossImpl::HuberLossImpl(HuberLossOptions options) : LossImpl("HuberLoss"), options(options) { reset(); }
+
+void HuberLossImpl::reset() {
+  if (!(options.delta > 0)) throw Error(type_name(), concat("delta must be > 0, got ", options.delta));
+}
+
+Tensor HuberLossImpl::forward(const Tensor& input, const Tensor& target) {
+  return with_layer_name(type_name(), [&] { return huber_loss(input, target, options.reduction, options.delta); });
+}
+
+Tensor KLDivLossImpl::forward(const Tensor& input, const Tensor& target) {
+  return with_layer_name(type_name(), [&] { return kl_div(input, target, options.reduction, options.log_target); });
+}
+
 // ---- BCELoss ----
 
 BCELossImpl::BCELossImpl(BCELossOptions options) : LossImpl("BCELoss"), options(std::move(options)) { reset(); }

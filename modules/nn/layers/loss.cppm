@@ -1,5 +1,6 @@
 // Loss modules (torch.nn's names, options and defaults) over the loss ops: CrossEntropyLoss,
-// NLLLoss, MSELoss, L1Loss, BCELoss and BCEWithLogitsLoss. Called as loss(input, target).
+// NLLLoss, MSELoss, L1Loss, SmoothL1Loss, HuberLoss, KLDivLoss, BCELoss and BCEWithLogitsLoss.
+// Called as loss(input, target). Reduction::BatchMean is KLDivLoss's only.
 // Class weights and pos_weight are buffers (in the state dict and moved by to()) when given.
 module;
 #include <cstdint>
@@ -83,6 +84,65 @@ class L1LossImpl : public LossImpl<L1LossImpl> {
   Reduction reduction;
 };
 using L1Loss = ModuleHolder<L1LossImpl>;
+
+struct SmoothL1LossOptions {
+  Reduction reduction = Reduction::Mean;
+  double beta = 1.0;  // >= 0; 0 is L1Loss
+};
+
+// 0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta, for d = input - target (one shape).
+class SmoothL1LossImpl : public LossImpl<SmoothL1LossImpl> {
+ public:
+  explicit SmoothL1LossImpl(SmoothL1LossOptions options = {});
+  void reset() override;
+  Tensor forward(const Tensor& input, const Tensor& target) override;
+  SmoothL1LossOptions options;
+};
+class SmoothL1Loss : public ModuleHolder<SmoothL1LossImpl> {
+ public:
+  using ModuleHolder::ModuleHolder;
+  SmoothL1Loss(SmoothL1LossOptions options = {}) : ModuleHolder(options) {}
+};
+
+struct HuberLossOptions {
+  Reduction reduction = Reduction::Mean;
+  double delta = 1.0;  // > 0
+};
+
+// 0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta), for d = input - target (one shape).
+class HuberLossImpl : public LossImpl<HuberLossImpl> {
+ public:
+  explicit HuberLossImpl(HuberLossOptions options = {});
+  void reset() override;
+  Tensor forward(const Tensor& input, const Tensor& target) override;
+  HuberLossOptions options;
+};
+class HuberLoss : public ModuleHolder<HuberLossImpl> {
+ public:
+  using ModuleHolder::ModuleHolder;
+  HuberLoss(HuberLossOptions options = {}) : ModuleHolder(options) {}
+};
+
+struct KLDivLossOptions {
+  // Mean averages over every element (PyTorch's default); BatchMean divides the sum by the
+  // batch size, the KL divergence of each sample's distribution.
+  Reduction reduction = Reduction::Mean;
+  bool log_target = false;  // target given as log-probabilities
+};
+
+// input log-probabilities, target probabilities: target (log target - input) pointwise.
+class KLDivLossImpl : public LossImpl<KLDivLossImpl> {
+ public:
+  explicit KLDivLossImpl(KLDivLossOptions options = {}) : LossImpl("KLDivLoss"), options(options) {}
+  void reset() override {}
+  Tensor forward(const Tensor& input, const Tensor& target) override;
+  KLDivLossOptions options;
+};
+class KLDivLoss : public ModuleHolder<KLDivLossImpl> {
+ public:
+  using ModuleHolder::ModuleHolder;
+  KLDivLoss(KLDivLossOptions options = {}) : ModuleHolder(options) {}
+};
 
 struct BCELossOptions {
   std::optional<Tensor> weight = std::nullopt;  // broadcast against the per-element loss
