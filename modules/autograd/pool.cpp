@@ -109,57 +109,60 @@ Tensor avg_pool(std::string_view op, const Tensor& x, const Ints& kernel, const 
   return spatial::downcast(restore_batch(div(total, divisor_t), unbatched), x.dtype());
 }
 
+// The public ops' ExpandingArray arguments with PyTorch's defaults filled in: stride the
+// kernel size, padding 0, dilation 1.
+template <std::size_t D>
+MaxPoolResult max_pool_nd(std::string_view op, const Tensor& x, ExpandingArray<D> kernel_size,
+                          ExpandingArray<D> stride, ExpandingArray<D> padding, ExpandingArray<D> dilation,
+                          bool ceil_mode) {
+  const Ints kernel = kernel_size.value_or(0);
+  return max_pool(op, x, kernel, stride.value_or(kernel), padding.value_or(0), dilation.value_or(1), ceil_mode);
+}
+
+template <std::size_t D>
+Tensor avg_pool_nd(std::string_view op, const Tensor& x, ExpandingArray<D> kernel_size, ExpandingArray<D> stride,
+                   ExpandingArray<D> padding, bool ceil_mode, bool count_include_pad,
+                   std::optional<std::int64_t> divisor_override) {
+  const Ints kernel = kernel_size.value_or(0);
+  return avg_pool(op, x, kernel, stride.value_or(kernel), padding.value_or(0), ceil_mode, count_include_pad,
+                  divisor_override);
+}
+
 }  // namespace
 
 MaxPoolResult max_pool1d_with_indices(const Tensor& x, ExpandingArray<1> kernel_size, ExpandingArray<1> stride,
                                       ExpandingArray<1> padding, ExpandingArray<1> dilation, bool ceil_mode) {
-  const Ints kernel = kernel_size.value_or(0);
-  return max_pool("max_pool1d_with_indices", x, kernel, stride.value_or(kernel), padding.value_or(0),
-                  dilation.value_or(1), ceil_mode);
+  return max_pool_nd("max_pool1d_with_indices", x, kernel_size, stride, padding, dilation, ceil_mode);
 }
 
 Tensor max_pool1d(const Tensor& x, ExpandingArray<1> kernel_size, ExpandingArray<1> stride, ExpandingArray<1> padding,
                   ExpandingArray<1> dilation, bool ceil_mode) {
-  const Ints kernel = kernel_size.value_or(0);
-  return max_pool("max_pool1d", x, kernel, stride.value_or(kernel), padding.value_or(0), dilation.value_or(1),
-                  ceil_mode)
-      .values;
+  return max_pool_nd("max_pool1d", x, kernel_size, stride, padding, dilation, ceil_mode).values;
 }
 
 MaxPoolResult max_pool2d_with_indices(const Tensor& x, ExpandingArray<2> kernel_size, ExpandingArray<2> stride,
                                       ExpandingArray<2> padding, ExpandingArray<2> dilation, bool ceil_mode) {
-  const Ints kernel = kernel_size.value_or(0);
-  return max_pool("max_pool2d_with_indices", x, kernel, stride.value_or(kernel), padding.value_or(0),
-                  dilation.value_or(1), ceil_mode);
+  return max_pool_nd("max_pool2d_with_indices", x, kernel_size, stride, padding, dilation, ceil_mode);
 }
 
 Tensor max_pool2d(const Tensor& x, ExpandingArray<2> kernel_size, ExpandingArray<2> stride, ExpandingArray<2> padding,
                   ExpandingArray<2> dilation, bool ceil_mode) {
-  const Ints kernel = kernel_size.value_or(0);
-  return max_pool("max_pool2d", x, kernel, stride.value_or(kernel), padding.value_or(0), dilation.value_or(1),
-                  ceil_mode)
-      .values;
+  return max_pool_nd("max_pool2d", x, kernel_size, stride, padding, dilation, ceil_mode).values;
 }
 
 Tensor avg_pool1d(const Tensor& x, ExpandingArray<1> kernel_size, ExpandingArray<1> stride, ExpandingArray<1> padding,
                   bool ceil_mode, bool count_include_pad) {
-  const Ints kernel = kernel_size.value_or(0);
-  return avg_pool("avg_pool1d", x, kernel, stride.value_or(kernel), padding.value_or(0), ceil_mode,
-                  count_include_pad, std::nullopt);
+  return avg_pool_nd("avg_pool1d", x, kernel_size, stride, padding, ceil_mode, count_include_pad, std::nullopt);
 }
 
 Tensor avg_pool2d(const Tensor& x, ExpandingArray<2> kernel_size, ExpandingArray<2> stride, ExpandingArray<2> padding,
                   bool ceil_mode, bool count_include_pad, std::optional<std::int64_t> divisor_override) {
-  const Ints kernel = kernel_size.value_or(0);
-  return avg_pool("avg_pool2d", x, kernel, stride.value_or(kernel), padding.value_or(0), ceil_mode,
-                  count_include_pad, divisor_override);
+  return avg_pool_nd("avg_pool2d", x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override);
 }
 
 Tensor avg_pool3d(const Tensor& x, ExpandingArray<3> kernel_size, ExpandingArray<3> stride, ExpandingArray<3> padding,
                   bool ceil_mode, bool count_include_pad, std::optional<std::int64_t> divisor_override) {
-  const Ints kernel = kernel_size.value_or(0);
-  return avg_pool("avg_pool3d", x, kernel, stride.value_or(kernel), padding.value_or(0), ceil_mode,
-                  count_include_pad, divisor_override);
+  return avg_pool_nd("avg_pool3d", x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override);
 }
 
 }  // namespace infini

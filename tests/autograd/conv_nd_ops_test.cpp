@@ -181,14 +181,9 @@ TEST(ConvNd, Float32AndHalfPrecision) {
   for (DataType t : {kFloat32, kFloat16, kBFloat16}) {
     const Tensor xt = x.to(t), wt = w.to(t), bt = b.to(t);
     const Tensor y = conv3d(xt, wt, bt, {2, 1, 1}, {1, 1, 0}, {1, 1, 2});
-    EXPECT_EQ(y.dtype(), t);
     // Against the sums of the rounded inputs: what remains is float32 accumulation and the
     // final rounding to t.
-    const std::vector<double> got = values(y);
-    const std::vector<double> ref = values(conv_nd_sums(xt.to(kFloat64), wt.to(kFloat64), bt.to(kFloat64), a));
-    const double tolerance = t == kFloat32 ? 1e-6 : t == kFloat16 ? 2e-3 : 1e-2;
-    ASSERT_EQ(got.size(), ref.size());
-    for (std::size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], ref[i], tolerance * (1 + std::abs(ref[i]))) << i;
+    expect_near_in(y, conv_nd_sums(xt.to(kFloat64), wt.to(kFloat64), bt.to(kFloat64), a), t);
   }
   const Tensor x1 = sample({2, 3, 5}), w1 = sample({3, 2, 3}, -1, 1, 4);
   const Tensor y1 = conv_transpose1d(x1.to(kFloat32), w1.to(kFloat32), {}, 2, 1, 1);

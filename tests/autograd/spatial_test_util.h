@@ -7,11 +7,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <numeric>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "op_info.h"
@@ -150,6 +152,32 @@ inline Tensor conv_transpose_nd_sums(const Tensor& x, const Tensor& w, const Ten
       });
   });
   return make(ys, y);
+}
+
+// `got`, computed in dtype t, matches the float64 reference `ref` to t's precision: within
+// 1e-6 (float32), 2e-3 (float16) or 1e-2 (bfloat16) times 1 + |ref|.
+inline void expect_near_in(const Tensor& got, const Tensor& ref, DataType t) {
+  EXPECT_EQ(got.dtype(), t);
+  const double tolerance = t == kFloat32 ? 1e-6 : t == kFloat16 ? 2e-3 : 1e-2;
+  const std::vector<double> a = values(got), b = values(ref);
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t i = 0; i < a.size(); ++i)
+    EXPECT_NEAR(a[i], b[i], tolerance * (1 + std::abs(b[i]))) << t << " at " << i;
+}
+
+// Views of (N, *spatial, C) leaves as channels-last (N, C, *spatial) inputs, and of
+// (N, C, H, W) leaves with H and W swapped.
+inline const Fn channels_last_1d = [](const TensorList& l) { return TensorList{l[0].transpose(1, 2)}; };
+inline const Fn channels_last_2d = [](const TensorList& l) { return TensorList{l[0].permute({0, 3, 1, 2})}; };
+inline const Fn channels_last_3d = [](const TensorList& l) { return TensorList{l[0].permute({0, 4, 1, 2, 3})}; };
+inline const Fn transposed_hw = [](const TensorList& l) { return TensorList{l[0].transpose(2, 3)}; };
+
+// A sample of one leaf: distinct_leaf (unique maxima, for max pooling) or leaf (random).
+inline OpSample distinct(std::string label, const Shape& shape, std::uint64_t seed, Fn view = nullptr) {
+  return {std::move(label), {distinct_leaf(shape, seed)}, std::move(view)};
+}
+inline OpSample random(std::string label, const Shape& shape, std::uint64_t seed, Fn view = nullptr) {
+  return {std::move(label), {leaf(shape, seed)}, std::move(view)};
 }
 
 // call() throws E whose op() is `op` and whose message contains every one of `parts`.

@@ -19,9 +19,11 @@ namespace {
 
 using test::expect_all_near;
 using test::expect_error;
+using test::expect_uniform_within;
 using test::make;
 using test::names;
 using test::sample;
+using test::seed_parameters;
 using test::values;
 using Ints = std::vector<std::int64_t>;
 
@@ -120,24 +122,6 @@ std::pair<Ints, std::vector<double>> conv_transpose_reference(const Problem& p, 
         if (inside) y[offset_of(ys, yi)] += x[offset_of(p.x_shape, at)] * w[offset_of(p.w_shape, wi)];
       }
   return {ys, y};
-}
-
-// Gives a layer's weight and bias seeded values; returns them.
-template <class Layer>
-std::pair<std::vector<double>, std::vector<double>> seed_parameters(const Layer& layer, std::uint64_t seed) {
-  const std::vector<double> w = sample(layer->weight.shape(), seed);
-  const std::vector<double> b = layer->bias.defined() ? sample(layer->bias.shape(), seed + 1) : std::vector<double>{};
-  test::assign(layer->weight, w);
-  if (layer->bias.defined()) test::assign(layer->bias, b);
-  return {w, b};
-}
-
-// Every |value| <= bound, and the largest close to it (the values fill the range).
-void expect_uniform_within(const Tensor& t, double bound) {
-  double largest = 0;
-  for (double x : values(t)) largest = std::max(largest, std::abs(x));
-  EXPECT_LE(largest, bound);
-  EXPECT_GE(largest, 0.9 * bound);
 }
 
 TEST(Conv3dLayer, ForwardMatchesDirectLoops) {

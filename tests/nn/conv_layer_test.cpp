@@ -17,10 +17,12 @@ namespace infini::nn {
 namespace {
 
 using test::expect_error;
+using test::expect_uniform_within;
 using test::names;
 using test::expect_all_near;
 using test::make;
 using test::sample;
+using test::seed_parameters;
 using test::values;
 
 
@@ -96,25 +98,6 @@ std::vector<double> conv_transpose_reference(const TransposedProblem& p, const s
                     x[((n * p.c_in + ic) * p.h + iy) * p.w + ix] * w[((ic * cout_g + ocg) * p.kh + ky) * p.kw + kx];
               }
   return y;
-}
-
-// Gives a layer's weight and bias seeded values; returns them.
-template <class Layer>
-std::pair<std::vector<double>, std::vector<double>> seed_parameters(const Layer& layer, std::uint64_t seed) {
-  const std::vector<double> w = sample(layer->weight.shape(), seed);
-  const std::vector<double> b = layer->bias.defined() ? sample(layer->bias.shape(), seed + 1) : std::vector<double>{};
-  test::assign(layer->weight, w);
-  if (layer->bias.defined()) test::assign(layer->bias, b);
-  return {w, b};
-}
-
-// Every |value| <= bound, and the largest close to it (the values fill the range).
-void expect_uniform_within(const Tensor& t, double bound) {
-  const std::vector<double> v = values(t);
-  double largest = 0;
-  for (double x : v) largest = std::max(largest, std::abs(x));
-  EXPECT_LE(largest, bound);
-  EXPECT_GE(largest, 0.9 * bound);
 }
 
 TEST(Conv2dLayer, ForwardMatchesDirectLoops) {

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 import infini.nn;
@@ -114,6 +115,23 @@ inline void expect_all_near(const Tensor& actual, const Shape& shape, const std:
                             double tolerance) {
   EXPECT_EQ(actual.shape(), shape);
   expect_close(values(actual), expected, tolerance);
+}
+
+// Gives a layer's weight and bias (where defined) seeded values; returns them.
+template <class Layer>
+std::pair<std::vector<double>, std::vector<double>> seed_parameters(const Layer& layer, std::uint64_t seed) {
+  const std::vector<double> w = sample(layer->weight.shape(), seed);
+  const std::vector<double> b = layer->bias.defined() ? sample(layer->bias.shape(), seed + 1) : std::vector<double>{};
+  assign(layer->weight, w);
+  if (layer->bias.defined()) assign(layer->bias, b);
+  return {w, b};
+}
+
+// Every |value| <= bound, and the largest close to it (the values fill the range).
+inline void expect_uniform_within(const Tensor& t, double bound) {
+  const double largest = max_abs(values(t));
+  EXPECT_LE(largest, bound);
+  EXPECT_GE(largest, 0.9 * bound);
 }
 
 }  // namespace infini::nn::test
