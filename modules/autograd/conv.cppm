@@ -13,8 +13,8 @@
 //   avg pooling          unfolded windows summed over the window dims, divided.
 //   max pooling          each window's argmax (a raw kernel), then a gather of the input:
 //                        the gradient goes to the argmax.
-//   1-d pooling          the 2-d pooling of x with a unit H dim.
-//   adaptive_avg_pool2d  A_h @ x @ A_w^T with averaging matrices, like bilinear interpolate;
+//   adaptive_avg_pool1d/2d  x @ A^T and A_h @ x @ A_w^T with averaging matrices, like
+//                        bilinear interpolate;
 //   adaptive_max_pool2d  each output's window rows and columns gathered (index_select, the
 //                        shorter windows padded by repeating their last row / column),
 //                        then max over the window with the index of its first maximum.

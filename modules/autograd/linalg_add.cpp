@@ -11,14 +11,6 @@ module infini.autograd;
 namespace infini {
 namespace {
 
-// True when `from` broadcasts to `to` without changing it.
-bool broadcasts_to(const Shape& from, const Shape& to) {
-  if (from.size() > to.size()) return false;
-  const std::size_t lead = to.size() - from.size();
-  for (std::size_t d = 0; d < from.size(); ++d)
-    if (from[d] != 1 && from[d] != to[lead + d]) return false;
-  return true;
-}
 
 void expect_dims(std::string_view op, const char* names, const Tensor& a, std::int64_t da, const Tensor& b,
                  std::int64_t db) {

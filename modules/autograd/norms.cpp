@@ -11,34 +11,10 @@ module;
 module infini.autograd;
 
 namespace infini {
+
+using namespace reductions;
+
 namespace {
-
-using Mask = std::vector<bool>;  // per input dim: reduced or not
-
-// t (the result or gradient of a reduction) with the reduced dims back as size 1.
-Tensor unsqueeze_reduced(const Tensor& t, const Mask& mask, bool keepdim) {
-  Tensor out = t;
-  if (!keepdim)
-    for (std::size_t d = 0; d < mask.size(); ++d)
-      if (mask[d]) out = out.unsqueeze(static_cast<std::int64_t>(d));
-  return out;
-}
-
-void require_floating(std::string_view op, const Tensor& x) {
-  if (!is_floating_point(x.dtype()))
-    throw DTypeError(op, concat("expected a floating-point tensor, got ", x.dtype()));
-}
-
-// IndexError when a reduction without identity (max, min, negative p) covers an empty dim.
-void require_nonempty(std::string_view op, const Tensor& x, const Mask& mask) {
-  for (std::int64_t d = 0; d < x.dim(); ++d)
-    if (mask[d] && x.shape()[d] == 0)
-      throw IndexError(op, concat("cannot reduce over dimension ", d, " of size 0 (shape ", x.shape(),
-                                  "): the operation has no identity"));
-}
-
-Tensor upcast(const Tensor& x) { return x.dtype() == kFloat16 || x.dtype() == kBFloat16 ? x.to(kFloat32) : x; }
-Tensor downcast(const Tensor& y, DataType dtype) { return y.dtype() == dtype ? y : y.to(dtype); }
 
 // sqrt(sum(x^2)); the gradient x / norm is taken as 0 where the norm is 0.
 Tensor l2_norm(std::string_view name, const Tensor& x, const std::vector<std::int64_t>& dims, const Mask& mask,

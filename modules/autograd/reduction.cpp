@@ -13,9 +13,8 @@ module;
 module infini.autograd;
 
 namespace infini {
-namespace {
 
-using Mask = std::vector<bool>;  // per input dim: reduced or not
+namespace reductions {
 
 // t (the result or gradient of a reduction) with the reduced dims back as size 1.
 Tensor unsqueeze_reduced(const Tensor& t, const Mask& mask, bool keepdim) {
@@ -25,6 +24,29 @@ Tensor unsqueeze_reduced(const Tensor& t, const Mask& mask, bool keepdim) {
       if (mask[d]) out = out.unsqueeze(static_cast<std::int64_t>(d));
   return out;
 }
+
+void require_floating(std::string_view op, const Tensor& x) {
+  if (!is_floating_point(x.dtype()))
+    throw DTypeError(op, concat("expected a floating-point tensor, got ", x.dtype()));
+}
+
+// IndexError when a reduction without identity (max, min, negative p) would cover an empty dim.
+void require_nonempty(std::string_view op, const Tensor& x, const Mask& mask) {
+  for (std::int64_t d = 0; d < x.dim(); ++d)
+    if (mask[d] && x.shape()[d] == 0)
+      throw IndexError(op, concat("cannot reduce over dimension ", d, " of size 0 (shape ", x.shape(),
+                                  "): the operation has no identity"));
+}
+
+// Composite ops compute float16/bfloat16 in float32 and round the result back.
+Tensor upcast(const Tensor& x) { return x.dtype() == kFloat16 || x.dtype() == kBFloat16 ? x.to(kFloat32) : x; }
+Tensor downcast(const Tensor& y, DataType dtype) { return y.dtype() == dtype ? y : y.to(dtype); }
+
+}  // namespace reductions
+
+using namespace reductions;
+
+namespace {
 
 // The reduced dims as a list (empty, i.e. all dims, for a 0-d input).
 std::vector<std::int64_t> dims_of(const Mask& mask) {
@@ -40,23 +62,6 @@ std::int64_t reduced_count(const Shape& shape, const Mask& mask) {
     if (mask[d]) n *= shape[d];
   return n;
 }
-
-void require_floating(std::string_view op, const Tensor& x) {
-  if (!is_floating_point(x.dtype()))
-    throw DTypeError(op, concat("expected a floating-point tensor, got ", x.dtype()));
-}
-
-// IndexError when a reduction without identity (max, min) would cover an empty dim.
-void require_nonempty(std::string_view op, const Tensor& x, const Mask& mask) {
-  for (std::int64_t d = 0; d < x.dim(); ++d)
-    if (mask[d] && x.shape()[d] == 0)
-      throw IndexError(op, concat("cannot reduce over dimension ", d, " of size 0 (shape ", x.shape(),
-                                  "): the operation has no identity"));
-}
-
-// Composite ops compute float16/bfloat16 in float32 and round the result back.
-Tensor upcast(const Tensor& x) { return x.dtype() == kFloat16 || x.dtype() == kBFloat16 ? x.to(kFloat32) : x; }
-Tensor downcast(const Tensor& y, DataType dtype) { return y.dtype() == dtype ? y : y.to(dtype); }
 
 // amax/amin: the gradient is shared evenly by the elements equal to the result (NaN
 // results: by the NaN elements).

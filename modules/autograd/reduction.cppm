@@ -88,7 +88,8 @@ std::pair<Tensor, Tensor> std_mean(const Tensor& x, const std::vector<std::int64
 
 // ---- order statistics (PyTorch semantics; the gradient goes to the returned index) ----
 // The median of all elements: the lower of the two middle values for an even count; NaN
-// when any element is NaN.
+// when any element is NaN. This form splits the gradient evenly among the elements equal
+// to the result (so does nanmedian's).
 Tensor median(const Tensor& x);
 // Along dim, with the index (int64, along dim) of the returned element in x.
 ValuesIndices median(const Tensor& x, std::int64_t dim, bool keepdim = false);
@@ -133,3 +134,17 @@ ValuesIndices cummin(const Tensor& x, std::int64_t dim);
 Tensor logcumsumexp(const Tensor& x, std::int64_t dim);
 
 }  // namespace infini
+
+// Shared by the family's implementation units (not exported).
+namespace infini::reductions {
+using Mask = std::vector<bool>;  // per input dim: reduced or not
+// t (the result or gradient of a reduction) with the reduced dims back as size 1.
+Tensor unsqueeze_reduced(const Tensor& t, const Mask& mask, bool keepdim);
+// DTypeError naming op unless x is floating point.
+void require_floating(std::string_view op, const Tensor& x);
+// IndexError when a reduction without identity (max, min, negative p) would cover an empty dim.
+void require_nonempty(std::string_view op, const Tensor& x, const Mask& mask);
+// Composite ops compute float16/bfloat16 in float32 and round the result back.
+Tensor upcast(const Tensor& x);
+Tensor downcast(const Tensor& y, DataType dtype);
+}  // namespace infini::reductions

@@ -44,14 +44,6 @@ std::int64_t product(const Shape& shape) {
   return n;
 }
 
-// True when `from` broadcasts to `to` without changing it.
-bool broadcasts_to(const Shape& from, const Shape& to) {
-  if (from.size() > to.size()) return false;
-  const std::size_t lead = to.size() - from.size();
-  for (std::size_t d = 0; d < from.size(); ++d)
-    if (from[d] != 1 && from[d] != to[lead + d]) return false;
-  return true;
-}
 
 Shape with_matrix(Shape batch, std::int64_t rows, std::int64_t cols) {
   batch.push_back(rows);

@@ -74,6 +74,14 @@ Shape infer_size(std::string_view op, const Shape& shape, std::int64_t numel) {
   return result;
 }
 
+bool broadcasts_to(const Shape& from, const Shape& to) {
+  if (from.size() > to.size()) return false;
+  const std::size_t lead = to.size() - from.size();
+  for (std::size_t i = 0; i < from.size(); ++i)
+    if (from[i] != 1 && from[i] != to[lead + i]) return false;
+  return true;
+}
+
 Shape broadcast_shapes(std::string_view op, const Shape& a, const Shape& b) {
   const std::size_t ndim = std::max(a.size(), b.size());
   Shape result(ndim);

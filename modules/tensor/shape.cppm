@@ -31,4 +31,7 @@ Shape infer_size(std::string_view op, const Shape& shape, std::int64_t numel);
 // NumPy broadcasting of two shapes; ShapeError when a pair of sizes differs and neither is 1.
 Shape broadcast_shapes(std::string_view op, const Shape& a, const Shape& b);
 
+// True when a tensor of shape `from` expands to `to` (sizes equal or 1; new dims in front).
+bool broadcasts_to(const Shape& from, const Shape& to);
+
 }  // namespace infini

@@ -93,15 +93,6 @@ void check_writable(std::string_view op, const Tensor& t) {
                              ": several elements share one memory location (clone() it first)"));
 }
 
-// True when a tensor of shape `from` expands to `to` (sizes equal or 1; new dims in front).
-bool broadcasts_to(const Shape& from, const Shape& to) {
-  if (from.size() > to.size()) return false;
-  const std::size_t lead = to.size() - from.size();
-  for (std::size_t i = 0; i < from.size(); ++i)
-    if (from[i] != 1 && from[i] != to[lead + i]) return false;
-  return true;
-}
-
 // In-place writes that autograd cannot follow are refused while grad mode is on.
 void check_inplace_allowed(std::string_view op, const Tensor& t) {
   if (!GradMode::is_enabled() || !t.has_autograd_meta()) return;
