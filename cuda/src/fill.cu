@@ -1,7 +1,7 @@
 // fill: dst[i] = value for every element of a strided array.
 #include <cstring>
 
-#include "check.cuh"
+#include "launch.cuh"
 #include "strided.cuh"
 
 namespace infini::cuda {
@@ -12,23 +12,15 @@ namespace {
 template <class T>
 __global__ void fill_kernel(StridedArray dst, std::int64_t numel, T value) {
   T* data = static_cast<T*>(dst.data);
-  const std::int64_t step = std::int64_t{gridDim.x} * blockDim.x;
-  for (std::int64_t i = std::int64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < numel; i += step) {
-    std::int64_t rest = i, offset = 0;
-    for (int d = dst.ndim - 1; d > 0; --d) {
-      offset += rest % dst.sizes[d] * dst.strides[d];
-      rest /= dst.sizes[d];
-    }
-    if (dst.ndim > 0) offset += rest * dst.strides[0];
-    data[offset] = value;
-  }
+  for (std::int64_t i = detail::first_index(); i < numel; i += detail::grid_step())
+    data[detail::offset_of(dst, i)] = value;
 }
 
 template <class T>
 void launch(const StridedArray& dst, std::int64_t numel, const void* value) {
   T bits;
   std::memcpy(&bits, value, sizeof(T));
-  fill_kernel<T><<<detail::blocks_for(numel), detail::kThreads>>>(dst, numel, bits);
+  fill_kernel<T><<<detail::blocks_for(numel), detail::kThreads, 0, detail::stream()>>>(dst, numel, bits);
 }
 
 }  // namespace
@@ -52,8 +44,7 @@ void fill(const StridedArray& dst, const void* value, int device) {
     case ElementType::F64: launch<std::uint64_t>(shape, numel, value); break;
     default: throw CudaError("fill: unknown element type");
   }
-  detail::check(cudaGetLastError(), "fill kernel launch");
-  detail::check(cudaDeviceSynchronize(), "fill kernel");
+  detail::after_launch("fill");
 }
 
 }  // namespace infini::cuda

@@ -1,7 +1,9 @@
 // Device discovery, raw device memory and synchronous copies.
+#include <cstdlib>
 #include <string>
 
 #include "check.cuh"
+#include "launch.cuh"
 
 namespace infini::cuda {
 
@@ -58,6 +60,45 @@ void copy_device_to_device(void* dst, int dst_device, const void* src, int src_d
 void synchronize(int device) {
   use_device(device);
   check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+}
+
+}  // namespace infini::cuda
+
+namespace infini::cuda::detail {
+
+bool sync_after_each_op() {
+  static const bool sync = [] {
+    const char* value = std::getenv("INFINI_CUDA_SYNC");
+    return value != nullptr && std::string(value) == "1";
+  }();
+  return sync;
+}
+
+}  // namespace infini::cuda::detail
+
+namespace infini::cuda {
+
+void* event_record(void* stream, int device) {
+  use_device(device);
+  cudaEvent_t event = nullptr;
+  check(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), "cudaEventCreate");
+  if (cudaError_t err = cudaEventRecord(event, static_cast<cudaStream_t>(stream)); err != cudaSuccess) {
+    cudaEventDestroy(event);
+    detail::fail(err, "cudaEventRecord");
+  }
+  return event;
+}
+
+bool event_query(void* event) {
+  const cudaError_t err = cudaEventQuery(static_cast<cudaEvent_t>(event));
+  if (err == cudaErrorNotReady) return false;
+  check(err, "cudaEventQuery");
+  return true;
+}
+
+void event_destroy(void* event) noexcept {
+  cudaEventDestroy(static_cast<cudaEvent_t>(event));
+  cudaGetLastError();
 }
 
 }  // namespace infini::cuda

@@ -1,4 +1,5 @@
-// Internal: host-side helpers shared by the elementwise kernels over StridedArrays.
+// Internal: helpers shared by the elementwise kernels over StridedArrays (host-side shape
+// work, device-side index math).
 #pragma once
 
 #include <algorithm>
@@ -46,5 +47,19 @@ inline void coalesce(std::initializer_list<StridedArray*> arrays) {
   }
   for (StridedArray* a : arrays) a->ndim = kept;
 }
+
+// The offset (in elements) of the element with row-major linear index i in `a`.
+__device__ inline std::int64_t offset_of(const StridedArray& a, std::int64_t i) {
+  std::int64_t offset = 0;
+  for (int d = a.ndim - 1; d > 0; --d) {
+    offset += i % a.sizes[d] * a.strides[d];
+    i /= a.sizes[d];
+  }
+  return a.ndim > 0 ? offset + i * a.strides[0] : offset;
+}
+
+// Grid-stride loop bounds: for (i = first_index(); i < n; i += grid_step()).
+__device__ inline std::int64_t first_index() { return std::int64_t{blockIdx.x} * blockDim.x + threadIdx.x; }
+__device__ inline std::int64_t grid_step() { return std::int64_t{gridDim.x} * blockDim.x; }
 
 }  // namespace infini::cuda::detail

@@ -93,7 +93,7 @@ bool fused_cross_entropy_applies(const Tensor& input, const Tensor& target, cons
   const bool indices = !is_floating_point(target.dtype()) && target.dtype() != kBool;
   const bool shapes = (input.dim() == 2 && target.dim() == 1 && target.shape()[0] == input.shape()[0]) ||
                       (input.dim() == 1 && target.dim() == 0);
-  return indices && shapes && input.device().is_cpu() && target.device().is_cpu() &&
+  return indices && shapes && input.device() == target.device() &&
          (input.dtype() == kFloat32 || input.dtype() == kFloat64) && !options.weight && options.label_smoothing == 0;
 }
 
@@ -273,7 +273,8 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const CrossEntro
       if (options.weight) {
         // Sum of the target classes' weights over counted positions.
         const Tensor safe_target = where(valid, target, scalar_tensor(0, {.dtype = target.dtype()}));
-        const Tensor onehot = eq(safe_target.unsqueeze(class_dim), arange(classes).view(class_shape));
+        const Tensor onehot = eq(safe_target.unsqueeze(class_dim),
+                                 arange(classes, {.dtype = kInt64, .device = target.device()}).view(class_shape));
         denominator = sum(mul(mul(onehot.to(logp.dtype()), options.weight->view(class_shape)),
                               valid.unsqueeze(class_dim).to(logp.dtype())));
       } else {

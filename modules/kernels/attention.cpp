@@ -13,6 +13,8 @@ constexpr std::string_view kOp = "scaled_dot_product_attention";
 // The mask as a (B, H, Tq, Tk) view (broadcasting allowed), or undefined.
 Tensor expand_mask(const Tensor& mask, const Tensor& q, const Tensor& k) {
   if (!mask.defined()) return mask;
+  if (mask.device() != q.device())
+    throw DeviceError(kOp, concat("attn_mask is on ", mask.device(), ", the query on ", q.device()));
   const Shape scores{q.shape()[0], q.shape()[1], q.shape()[2], k.shape()[2]};
   if (mask.dtype() != kBool && mask.dtype() != q.dtype())
     throw DTypeError(kOp, concat("attn_mask must be bool or ", q.dtype(), " like the query, got ", mask.dtype()));

@@ -32,6 +32,12 @@ void check_same_device(std::string_view op, const Tensor& a, const Tensor& b) {
     throw DeviceError(op, concat("expected all tensors on one device, got ", a.device(), " and ", b.device()));
 }
 
+// PyTorch's rule for elementwise ops: a 0-d CPU tensor meets a tensor on another device as
+// a number would, so it is copied to that device. Other tensors stay where they are.
+Tensor scalar_to(const Tensor& t, Device device) {
+  return t.dim() == 0 && t.device().is_cpu() && device != t.device() ? t.to(device) : t;
+}
+
 }  // namespace
 
 DataType unary_result_type(UnaryOp op, DataType t) {
@@ -63,8 +69,9 @@ DataType binary_compute_type(BinaryOp op, DataType a, DataType b) {
   return t;
 }
 
-Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
+Tensor binary(BinaryOp op, const Tensor& a_in, const Tensor& b_in) {
   NoGradGuard no_grad;
+  const Tensor a = scalar_to(a_in, b_in.device()), b = scalar_to(b_in, a.device());
   check_same_device(op_name(op), a, b);
   const Shape shape = broadcast_shapes(op_name(op), a.shape(), b.shape());
   const DataType compute = binary_compute_type(op, a.dtype(), b.dtype());
@@ -92,8 +99,9 @@ Tensor binary(BinaryOp op, const Scalar& a, const Tensor& b) {
   return binary(op, scalar_tensor(a, {.dtype = wrapped_type(a, b.dtype()), .device = b.device()}), b);
 }
 
-void binary_(BinaryOp op, const Tensor& out, const Tensor& b) {
+void binary_(BinaryOp op, const Tensor& out, const Tensor& b_in) {
   NoGradGuard no_grad;
+  const Tensor b = scalar_to(b_in, out.device());
   check_same_device(op_name(op), out, b);
   const DataType compute = binary_compute_type(op, out.dtype(), b.dtype());
   const DataType result = returns_bool(op) ? kBool : compute;
@@ -108,8 +116,12 @@ void binary_(BinaryOp op, const Tensor& out, const Tensor& b) {
   out.storage().bump_version();
 }
 
-Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
+Tensor where(const Tensor& cond_in, const Tensor& a_in, const Tensor& b_in) {
   NoGradGuard no_grad;
+  Device device = Device::cpu();  // the operands' device other than the CPU, if any
+  for (const Tensor* t : {&cond_in, &a_in, &b_in})
+    if (!t->device().is_cpu()) device = t->device();
+  const Tensor cond = scalar_to(cond_in, device), a = scalar_to(a_in, device), b = scalar_to(b_in, device);
   check_same_device("where", cond, a);
   check_same_device("where", a, b);
   if (cond.dtype() != kBool) throw DTypeError("where", concat("condition must be bool, got ", cond.dtype()));

@@ -1,7 +1,9 @@
-// The per-device caching allocator behind Storage::allocate. Blocks are rounded to size
-// classes (64-byte multiples up to 512 bytes, then four classes per power of two) and
-// freed blocks are kept per class for reuse; a failed allocation empties the cache and
-// tries once more before raising OutOfMemoryError.
+// The per-device caching allocators behind Storage::allocate. On the CPU, blocks are
+// rounded to size classes (64-byte multiples up to 512 bytes, then four classes per power
+// of two) and freed blocks are kept per class for reuse. On CUDA devices the stream-aware
+// BlockAllocator (block_allocator.h: PyTorch's design) manages segments of device memory.
+// A failed allocation empties the cache and tries once more before raising
+// OutOfMemoryError with the numbers.
 module;
 #include <bit>
 #include <cstdint>
@@ -13,6 +15,8 @@ module;
 #include <string>
 #include <unordered_map>
 #include <vector>
+
+#include "infini/cuda/block_allocator.h"
 #if INFINI_HAS_CUDA
 #include "infini/cuda/cuda.h"
 #endif
@@ -29,11 +33,27 @@ std::size_t size_class(std::size_t nbytes) {
   return (nbytes + step - 1) / step * step;
 }
 
-class CachingAllocator {
+// One device's allocator, as Storage sees it.
+class DeviceAllocator {
  public:
-  explicit CachingAllocator(Device device) : device_(device) {}
+  virtual ~DeviceAllocator() = default;
+  virtual void* allocate(std::size_t nbytes) = 0;
+  virtual void deallocate(void* ptr) = 0;
+  virtual MemoryStats stats() = 0;
+  virtual void reset_peak() = 0;
+  virtual void empty_cache() = 0;
+};
 
-  void* allocate(std::size_t nbytes) {
+OutOfMemoryError out_of_memory(Device device, std::size_t nbytes, std::int64_t allocated, std::int64_t reserved) {
+  return OutOfMemoryError("allocate", concat("cannot allocate ", nbytes, " bytes on ", device, " (", allocated,
+                                             " bytes allocated, ", reserved, " reserved)"));
+}
+
+class CpuCachingAllocator final : public DeviceAllocator {
+ public:
+  explicit CpuCachingAllocator(Device device) : device_(device) {}
+
+  void* allocate(std::size_t nbytes) override {
     const std::size_t size = size_class(nbytes);
     std::lock_guard lock(mutex_);
     void* ptr = nullptr;
@@ -46,10 +66,7 @@ class CachingAllocator {
         release_cached();
         ptr = raw_allocate(size);
       }
-      if (!ptr)
-        throw OutOfMemoryError("allocate", concat("cannot allocate ", nbytes, " bytes on ", device_, " (",
-                                                  stats_.allocated_bytes, " bytes allocated, ",
-                                                  stats_.reserved_bytes, " reserved)"));
+      if (!ptr) throw out_of_memory(device_, nbytes, stats_.allocated_bytes, stats_.reserved_bytes);
       stats_.reserved_bytes += static_cast<std::int64_t>(size);
     }
     live_.emplace(ptr, size);
@@ -59,7 +76,7 @@ class CachingAllocator {
     return ptr;
   }
 
-  void deallocate(void* ptr) {
+  void deallocate(void* ptr) override {
     std::lock_guard lock(mutex_);
     auto it = live_.find(ptr);
     const std::size_t size = it->second;
@@ -69,38 +86,22 @@ class CachingAllocator {
     stats_.live_allocations -= 1;
   }
 
-  MemoryStats stats() {
+  MemoryStats stats() override {
     std::lock_guard lock(mutex_);
     return stats_;
   }
-  void reset_peak() {
+  void reset_peak() override {
     std::lock_guard lock(mutex_);
     stats_.peak_allocated_bytes = stats_.allocated_bytes;
   }
-  void empty_cache() {
+  void empty_cache() override {
     std::lock_guard lock(mutex_);
     release_cached();
   }
 
  private:
-  void* raw_allocate(std::size_t size) {
-    if (device_.is_cpu()) return std::aligned_alloc(kAlignment, size);
-#if INFINI_HAS_CUDA
-    try {
-      return cuda::malloc(size, device_.index);
-    } catch (const cuda::CudaError&) {
-      return nullptr;
-    }
-#else
-    return nullptr;
-#endif
-  }
-  void raw_free(void* ptr) {
-    if (device_.is_cpu()) return std::free(ptr);
-#if INFINI_HAS_CUDA
-    cuda::free(ptr, device_.index);
-#endif
-  }
+  static void* raw_allocate(std::size_t size) { return std::aligned_alloc(kAlignment, size); }
+  static void raw_free(void* ptr) { std::free(ptr); }
   void release_cached() {
     for (auto& [size, blocks] : cached_) {
       for (void* ptr : blocks) raw_free(ptr);
@@ -116,9 +117,78 @@ class CachingAllocator {
   MemoryStats stats_;
 };
 
+#if INFINI_HAS_CUDA
+// A CUDA device's memory and events, as the BlockAllocator uses them.
+class CudaMemory final : public memory::DeviceMemory {
+ public:
+  explicit CudaMemory(int device) : device_(device) {}
+  void* allocate(std::size_t bytes) override {
+    try {
+      return cuda::malloc(bytes, device_);
+    } catch (const cuda::CudaError&) {
+      return nullptr;
+    }
+  }
+  void free(void* ptr) override { cuda::free(ptr, device_); }
+  memory::EventId record_event(memory::StreamId stream) override {
+    return reinterpret_cast<memory::EventId>(cuda::event_record(reinterpret_cast<void*>(stream), device_));
+  }
+  bool event_done(memory::EventId event) override { return cuda::event_query(reinterpret_cast<void*>(event)); }
+  void destroy_event(memory::EventId event) override { cuda::event_destroy(reinterpret_cast<void*>(event)); }
+
+ private:
+  int device_;
+};
+
+// Every block is allocated for the default stream, the one Infini's kernels run on.
+class CudaCachingAllocator final : public DeviceAllocator {
+ public:
+  explicit CudaCachingAllocator(Device device) : device_(device), memory_(device.index), blocks_(memory_) {}
+
+  void* allocate(std::size_t nbytes) override {
+    std::lock_guard lock(mutex_);
+    void* ptr = nullptr;
+    try {
+      ptr = blocks_.allocate(nbytes, 0);
+    } catch (const cuda::CudaError& e) {
+      throw DeviceError("allocate", concat("on ", device_, ": ", e.what()));
+    }
+    const memory::BlockStats& s = blocks_.stats();
+    if (!ptr) throw out_of_memory(device_, nbytes, s.allocated_bytes, s.reserved_bytes);
+    return ptr;
+  }
+  void deallocate(void* ptr) override {
+    std::lock_guard lock(mutex_);
+    blocks_.free(ptr);
+  }
+  MemoryStats stats() override {
+    std::lock_guard lock(mutex_);
+    const memory::BlockStats& s = blocks_.stats();
+    return {.allocated_bytes = s.allocated_bytes,
+            .reserved_bytes = s.reserved_bytes,
+            .peak_allocated_bytes = s.peak_allocated_bytes,
+            .live_allocations = s.live_allocations};
+  }
+  void reset_peak() override {
+    std::lock_guard lock(mutex_);
+    blocks_.reset_peak();
+  }
+  void empty_cache() override {
+    std::lock_guard lock(mutex_);
+    blocks_.empty_cache();
+  }
+
+ private:
+  Device device_;
+  std::mutex mutex_;
+  CudaMemory memory_;
+  memory::BlockAllocator blocks_;
+};
+#endif
+
 // One allocator per device, created on first use and never destroyed (storages may
 // outlive static destruction order).
-CachingAllocator& allocator_for(Device device) {
+DeviceAllocator& allocator_for(Device device) {
   if (device.is_cuda()) {
 #if !INFINI_HAS_CUDA
     throw DeviceError("allocate", concat("cannot use ", device, ": this build of Infini has no CUDA backend "
@@ -130,10 +200,13 @@ CachingAllocator& allocator_for(Device device) {
 #endif
   }
   static std::mutex mutex;
-  static auto* allocators = new std::map<std::pair<int, int>, std::unique_ptr<CachingAllocator>>();
+  static auto* allocators = new std::map<std::pair<int, int>, std::unique_ptr<DeviceAllocator>>();
   std::lock_guard lock(mutex);
   auto& slot = (*allocators)[{static_cast<int>(device.type), device.index}];
-  if (!slot) slot = std::make_unique<CachingAllocator>(device);
+#if INFINI_HAS_CUDA
+  if (!slot && device.is_cuda()) slot = std::make_unique<CudaCachingAllocator>(device);
+#endif
+  if (!slot) slot = std::make_unique<CpuCachingAllocator>(device);
   return *slot;
 }
 
@@ -141,7 +214,7 @@ CachingAllocator& allocator_for(Device device) {
 
 Storage Storage::allocate(std::int64_t nbytes, Device device) {
   if (nbytes < 0) throw ShapeError("allocate", concat("negative byte count ", nbytes));
-  CachingAllocator& allocator = allocator_for(device);
+  DeviceAllocator& allocator = allocator_for(device);
   Storage storage;
   storage.impl_ = std::make_shared<Impl>();
   storage.impl_->nbytes = nbytes;
@@ -176,6 +249,8 @@ int cuda_device_count() noexcept {
   return 0;
 #endif
 }
+
+bool cuda_is_built() noexcept { return INFINI_HAS_CUDA != 0; }
 
 bool cuda_is_available() noexcept { return cuda_device_count() > 0; }
 

@@ -7,6 +7,7 @@ module;
 #include <cstdint>
 #include <string_view>
 #include <utility>
+#include <vector>
 export module infini.tensor:dispatch;
 import :error;
 import :device;
@@ -16,12 +17,31 @@ import :tensor;
 
 export namespace infini {
 
+// A kernel table as the registry lists it: the op's name and which devices have an entry.
+struct KernelTableInfo {
+  std::string_view name;
+  bool (*has)(DeviceType device) noexcept;
+};
+
+// Every kernel table that has been given an entry, in the order of their first entries.
+// Lets a test check that each table with a CPU kernel has a CUDA one where CUDA is built.
+std::vector<KernelTableInfo> kernel_tables();
+void register_kernel_table(KernelTableInfo info);
+
 template <class Op>
 class KernelTable {
  public:
   using Fn = typename Op::Fn;
 
-  static void set(DeviceType device, Fn fn) noexcept { table_[static_cast<int>(device)] = fn; }
+  static void set(DeviceType device, Fn fn) noexcept {
+    if (!listed_) {
+      listed_ = true;
+      register_kernel_table({Op::name, &has});
+    }
+    table_[static_cast<int>(device)] = fn;
+  }
+
+  static bool has(DeviceType device) noexcept { return table_[static_cast<int>(device)] != nullptr; }
 
   static Fn get(Device device) {
     Fn fn = table_[static_cast<int>(device.type)];
@@ -38,6 +58,7 @@ class KernelTable {
 
  private:
   static inline std::array<Fn, kDeviceTypeCount> table_{};
+  static inline bool listed_ = false;
 };
 
 // The ops of infini.tensor. Kernels may assume what each comment promises; callers check it.

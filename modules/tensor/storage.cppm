@@ -25,6 +25,8 @@ void empty_cache(Device device);
 
 // Number of usable CUDA devices: 0 without a GPU or in a build without the CUDA backend.
 int cuda_device_count() noexcept;
+// Whether this build of Infini has the CUDA backend (it may still find no device).
+bool cuda_is_built() noexcept;
 bool cuda_is_available() noexcept;
 
 class Storage {

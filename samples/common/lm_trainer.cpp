@@ -45,8 +45,12 @@ void add_train_flags(CLI::App& app, TrainFlags& f) {
   app.add_option("--shuffle", f.shuffle, "0: llm.c's sequential order, 1: sequences permuted per epoch")
       ->check(CLI::Range(0, 1));
   app.add_option("--seed", f.seed, "initialisation, shuffling and sampling");
-  app.add_option("--device", f.device, "cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
-  app.add_option("--dtype", f.dtype, "float32, or bfloat16: matrix products on bfloat16 operands (AMX-BF16 or AVX512-BF16)")->check(CLI::IsMember({"float32", "bfloat16"}));
+  app.add_option("--device", f.device,
+                 "cpu, or cuda: one process on the first GPU, float32 (not under mpirun with several ranks, nor with "
+                 "--tensor_parallel or --pipeline_parallel)")->check(CLI::IsMember({"cpu", "cuda"}));
+  app.add_option("--dtype", f.dtype,
+                 "float32, or bfloat16: matrix products on bfloat16 operands (CPU only: AMX-BF16 or AVX512-BF16)")
+      ->check(CLI::IsMember({"float32", "bfloat16"}));
   app.add_option("--val_loss_every", f.val_loss_every, "steps between validation losses (0: never)");
   app.add_option("--val_batches", f.val_batches, "micro-batches of validation data per evaluation");
   app.add_option("--sample_every", f.sample_every, "steps between generated samples (0: never)");
@@ -81,7 +85,19 @@ void add_train_flags(CLI::App& app, TrainFlags& f) {
 
 void prepare_run(const TrainFlags& f) {
   if (f.threads > 0) omp_set_num_threads(f.threads);
-  if (f.device != "cpu") throw Error("train", "--device cuda: the CUDA training path is not built yet; use --device cpu");
+  if (f.device == "cuda") {  // one process on cuda:0, float32
+    if (f.tensor_parallel > 1 || f.pipeline_parallel > 1)
+      throw Error("train", concat("--device cuda with --tensor_parallel ", f.tensor_parallel, " x --pipeline_parallel ",
+                                  f.pipeline_parallel, ": multi-process CUDA training is not supported yet; train on one "
+                                  "GPU without them, or use --device cpu"));
+    if (f.dtype == "bfloat16")
+      throw Error("train", "--dtype bfloat16 with --device cuda: CUDA mixed precision (autocast) is not built yet (the "
+                           "bfloat16 path is the CPU's AMX-BF16 / AVX512-BF16 matrix products); use --dtype float32");
+    if (cuda_device_count() == 0)
+      throw Error("train", cuda_is_built() ? "--device cuda: no CUDA device is available; use --device cpu"
+                                           : "--device cuda: no CUDA device: this build of Infini has no CUDA backend; "
+                                             "use --device cpu");
+  }
   if (f.dtype == "bfloat16") {  // bfloat16 operands for the matrix products, float32 everywhere else
     if (!has_bfloat16_matmul())
       throw Error("train", "--dtype bfloat16 computes the matrix products on bfloat16 operands with AMX-BF16 tiles or "
@@ -115,6 +131,26 @@ std::string format(const char* fmt, auto... values) {
   return buffer;
 }
 
+// The device the model trains on (prepare_run checked that it exists).
+Device train_device(const TrainFlags& f) { return f.device == "cuda" ? Device::cuda(0) : Device::cpu(); }
+
+// Waits for the work queued on the device so far, so that the clock read next covers it (on
+// the CPU every op has finished when it returns: nothing to wait for). Infini issues a
+// device's kernels and copies in order on one stream and item() copies its value back after
+// them, so reading one value back is the wait.
+class DeviceWait {
+ public:
+  explicit DeviceWait(Device device) {
+    if (device.is_cuda()) marker_ = zeros({1}, {.dtype = kFloat32, .device = device});
+  }
+  void operator()() const {
+    if (marker_.defined()) (void)marker_.item<float>();
+  }
+
+ private:
+  Tensor marker_;  // one float on the device; undefined on the CPU
+};
+
 // AdamW with weight decay on matrices and embeddings only (dim >= 2), like llm.c's
 // train_gpt2.py; biases and norm weights are not decayed. Under ZeRO-1 it updates this
 // rank's pieces of the parameters (`zero`), each decayed as its parameter is.
@@ -145,13 +181,14 @@ std::unique_ptr<optim::LRScheduler> make_schedule(optim::Optimizer& optimizer, c
   });
 }
 
-// Mean loss over `batches` micro-batches of the validation tokens, from their start.
-double validation_loss(const LanguageModel& lm, TokenBatches& val, const TrainFlags& f) {
+// Mean loss over `batches` micro-batches of the validation tokens, from their start, on the
+// model's `device`.
+double validation_loss(const LanguageModel& lm, TokenBatches& val, const TrainFlags& f, Device device) {
   NoGradGuard no_grad;
   double total = 0;
   for (std::int64_t i = 0; i < f.val_batches; ++i) {
     const data::Example batch = val.sequences(i * f.batch_size, f.batch_size);
-    total += lm.loss(lm.logits(batch.data), batch.target).item<double>();
+    total += lm.loss(lm.logits(batch.data.to(device)), batch.target.to(device)).item<double>();
   }
   return total / static_cast<double>(f.val_batches);
 }
@@ -183,6 +220,13 @@ struct Ranks {
 };
 
 Ranks join_world(const TrainFlags& f) {
+  if (f.device == "cuda" && parallel::launched_by_mpirun()) {  // the collectives are CPU-only: one rank at most
+    const int size = parallel::init_process_group()->size();
+    if (size > 1)
+      throw Error("train", concat("--device cuda under mpirun with ", size, " ranks: multi-process CUDA training is not ",
+                                  "supported yet; run one process (without mpirun), or use --device cpu"));
+    return {};
+  }
   if (!parallel::launched_by_mpirun()) {
     if (f.tensor_parallel * f.pipeline_parallel > 1)
       throw Error("train", concat("--tensor_parallel ", f.tensor_parallel, " x --pipeline_parallel ", f.pipeline_parallel,
@@ -273,6 +317,10 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
   std::shared_ptr<parallel::TensorParallel> tp;
   if (layout.tp() > 1) tp = std::make_shared<parallel::TensorParallel>(ranks.groups.tp, f.sequence_parallel == 1);
   const LanguageModel lm = make(tp);
+  // Made on the CPU (the same initialisation on every device), then moved: parameter handles
+  // (lm's embed / tied parameters) stay valid.
+  const Device device = train_device(f);
+  if (device.is_cuda()) lm.module->to(device);
   const bool pipelined = layout.pp() > 1;
   if (T > lm.max_seq_len) throw Error("train", concat("--sequence_length ", T, " exceeds the model's ", lm.max_seq_len));
   const std::int64_t tokens_per_step = f.total_batch_size > 0 ? f.total_batch_size : B * T * dp;
@@ -330,14 +378,21 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
   std::int64_t num_params = 0;  // of the whole model
   for (const Tensor& p : params) num_params += tp && tp->shard_spec(p).sharded() ? p.numel() * layout.tp() : p.numel();
   if (ranks.main())
-    std::printf("%lld parameters | %s | %lld tokens per step = %lld micro-batches of %lld x %lld per rank | %d threads%s\n",
+    std::printf("%lld parameters | %s | %lld tokens per step = %lld micro-batches of %lld x %lld per rank | %s | %d threads%s\n",
                 static_cast<long long>(num_params), layout_name.c_str(), static_cast<long long>(tokens_per_step),
                 static_cast<long long>(micro_steps), static_cast<long long>(B), static_cast<long long>(T),
-                omp_get_max_threads(), dp > 1 ? " per rank" : "");
+                device.str().c_str(), omp_get_max_threads(), dp > 1 ? " per rank" : "");
   Metrics metrics(ranks.main() ? f.metrics_out : std::string());
   double total_ms = 0, last_loss = 0;
   std::int64_t timed_steps = 0;
   Generator sample_rng(f.seed);
+  // The tokens fed to generation go to the model's device.
+  const CachedLogitsFn sample_logits = [&lm, device](const Tensor& tokens, nn::KVCache& cache) {
+    return lm.logits_cached(tokens.to(device), cache);
+  };
+  // Each clock reading below follows a wait for the device: times cover its work, not only
+  // the launches (validation, sampling and saving end by reading results back).
+  const DeviceWait wait_for_device(device);
   const std::int64_t first_step = state.step;
   for (std::int64_t step = first_step; step < f.num_iteration; ++step) {
     model.train();
@@ -360,13 +415,15 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
       const auto no_sync = ddp && k + 1 < micro_steps ? ddp->no_sync() : parallel::DistributedDataParallel::NoSync();
       const data::Example batch =
           train_data.sequences(step * sequences_per_step + (k * dp + ranks.groups.coord.dp) * B, B);
+      const Tensor inputs = batch.data.to(device), targets = batch.target.to(device);
       const auto t0 = Clock::now();
-      const Tensor loss = lm.loss(lm.logits(batch.data), batch.target);
+      const Tensor loss = lm.loss(lm.logits(inputs), targets);
+      loss_sum += loss.item<double>();  // on a GPU, waits for the forward pass
       const auto t1 = Clock::now();
       div(loss, static_cast<double>(micro_steps)).backward();
+      wait_for_device();
       forward_ms += std::chrono::duration<double, std::milli>(t1 - t0).count();
       backward_ms += std::chrono::duration<double, std::milli>(Clock::now() - t1).count();
-      loss_sum += loss.item<double>();
     }
     const auto t_update = Clock::now();
     if (tp) tp->reduce_sequence_parallel_grads();
@@ -379,11 +436,12 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
     optimizer->scaled_step(f.grad_clip > 0 ? optim::clip_coefficient(norm, f.grad_clip) : 1.0);
     if (zero) ddp->reducer().all_gather_parameters().wait();  // every rank's updated blocks
     schedule->step();
+    wait_for_device();  // the update
     const auto end = Clock::now();
     const double ms = std::chrono::duration<double, std::milli>(end - start).count();
     const double optimizer_ms = std::chrono::duration<double, std::milli>(end - t_update).count();
     const double tokens_per_s = static_cast<double>(tokens_per_step) / (ms / 1000.0);
-    const std::int64_t peak = memory_stats(Device::cpu()).peak_allocated_bytes;
+    const std::int64_t peak = memory_stats(device).peak_allocated_bytes;
     // Under pipeline parallelism only the last stage has the loss: the mean over the world
     // counts it once per pp ranks.
     last_loss = rank_mean(ranks, loss_sum / static_cast<double>(micro_steps)) * static_cast<double>(layout.pp());
@@ -410,7 +468,7 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
     if (pipeline && ranks.main_replica() && (validate || sample)) pipeline->share_weights();
     if (ranks.main_replica() && validate) {
       model.eval();
-      const double val_loss = validation_loss(lm, *val_data, f);
+      const double val_loss = validation_loss(lm, *val_data, f, device);
       if (ranks.main()) std::printf("step %lld | val loss %.4f\n", static_cast<long long>(step), val_loss);
       metrics.line(format("{\"step\": %lld, \"val_loss\": %.7f}", static_cast<long long>(step), val_loss));
     }
@@ -419,7 +477,7 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
       model.eval();
       const std::int64_t eot = tokenizer && tokenizer->eot_token ? *tokenizer->eot_token : lm.vocab_size - 1;
       std::vector<std::int64_t> tokens = {eot};
-      generate(tokens, f.text_length, lm.logits_cached, lm.vocab_size, lm.max_seq_len, f.top_k, f.temperature,
+      generate(tokens, f.text_length, sample_logits, lm.vocab_size, lm.max_seq_len, f.top_k, f.temperature,
                sample_rng);
       if (ranks.main()) std::printf("---\n%s\n---\n", decode(tokenizer, {tokens.begin() + 1, tokens.end()}).c_str());
     }
@@ -430,7 +488,7 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
                       "\"tokens_per_s\": %.1f, \"peak_bytes\": %lld}}",
                       layout_name.c_str(), static_cast<long long>(f.num_iteration), last_loss, mean_ms,
                       mean_ms > 0 ? static_cast<double>(tokens_per_step) / (mean_ms / 1000.0) : 0.0,
-                      static_cast<long long>(memory_stats(Device::cpu()).peak_allocated_bytes)));
+                      static_cast<long long>(memory_stats(device).peak_allocated_bytes)));
   if (ranks.main())
     std::printf("done: %s, %lld steps, mean %.1f ms/step after the first\n", layout_name.c_str(),
                 static_cast<long long>(f.num_iteration), mean_ms);

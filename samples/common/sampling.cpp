@@ -53,7 +53,7 @@ void generate(std::vector<std::int64_t>& tokens, std::int64_t count, const Cache
     const std::vector<std::int64_t> fresh(tokens.begin() + first, tokens.end());
     const Tensor logits = step_fn(from_vector(fresh).view({1, T}), cache);  // (1, T, Vp)
     cached_end = size;
-    const Tensor last = logits.select(1, T - 1).select(0, 0).to(kFloat32).contiguous();
+    const Tensor last = logits.select(1, T - 1).select(0, 0).to(Device::cpu(), kFloat32).contiguous();  // (Vp)
     tokens.push_back(sample_token(last.data_ptr<float>(), vocab_size, top_k, temperature, generator));
   }
 }

@@ -10,9 +10,10 @@ import infini.nn;
 
 namespace samples {
 
-// One step of a model with a KV cache: new_tokens (1, t) int64, the positions after the
-// cache.length() ones the cache holds -> logits (1, t, Vp); the cache then holds them too
-// (GPT2Impl::forward_cached, LLaMA3Impl::forward_cached).
+// One step of a model with a KV cache: new_tokens (1, t) int64 on the CPU, the positions after
+// the cache.length() ones the cache holds -> logits (1, t, Vp) on any device; the cache then
+// holds them too (GPT2Impl::forward_cached, LLaMA3Impl::forward_cached, after moving the
+// tokens to the model's device).
 using CachedLogitsFn = std::function<infini::Tensor(const infini::Tensor& new_tokens, infini::nn::KVCache& cache)>;
 
 // Appends `count` tokens to `tokens`, each drawn from the logits of the last position of the

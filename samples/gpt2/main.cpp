@@ -60,7 +60,7 @@ llmc::GPT2Checkpoint to_llmc(const nn::GPT2& model) {
 int main(int argc, char** argv) {
   ModelFlags m;
   samples::TrainFlags f;
-  CLI::App app{"Trains GPT-2 (llm.c's model and file formats) on CPU."};
+  CLI::App app{"Trains GPT-2 (llm.c's model and file formats) on the CPU or one CUDA GPU (--device cuda)."};
   app.add_option("--llmc_filepath", m.llmc_filepath, "start from this llm.c GPT-2 checkpoint");
   app.add_option("--model", m.model, "d12, d24, d36, d48 (random init), or custom (see --num_layers ...)")
       ->check(CLI::IsMember({"d12", "d24", "d36", "d48", "custom"}));

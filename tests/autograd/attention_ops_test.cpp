@@ -73,8 +73,8 @@ const bool registered = [] {
          Generator g(11);
          return TensorList{scaled_dot_product_attention(in[0], in[1], in[2]),
                            scaled_dot_product_attention(in[0], in[1], in[2], {}, 0.0, true),
-                           scaled_dot_product_attention(in[0], in[1], in[2], bool_mask),
-                           scaled_dot_product_attention(in[0], in[1], in[2], float_mask),
+                           scaled_dot_product_attention(in[0], in[1], in[2], bool_mask.to(in[0].device())),
+                           scaled_dot_product_attention(in[0], in[1], in[2], float_mask.to(in[0].device())),
                            scaled_dot_product_attention(in[0], in[1], in[2], {}, 0.3, false, {}, &g)};
        },
        .reference = [=](const TensorList& in) {

@@ -1,6 +1,6 @@
 // GPT-2 composed from the library's ops (a test-local model) against llm.c's reference
 // forward/backward on tests/data/gpt2-tiny: logits and loss within 1e-5, every parameter
-// gradient within 1e-4.
+// gradient within 1e-4; on the CPU and, when there is one, on a CUDA GPU.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -54,7 +54,8 @@ std::vector<Shape> parameter_shapes(const Config& c) {
           {L, C, 4 * C},       {L, C},       {C},            {C}};
 }
 
-TEST(GPT2Parity, ForwardAndBackwardMatchTheReference) {
+// The model on `device` (the files read on the CPU, moved; results compared on the CPU).
+void expect_reference_forward_and_backward(Device device) {
   const std::vector<char> model = read_file(kDir + "model.bin");
   std::size_t at = 0;
   const std::vector<std::int32_t> header = ints(model, at, 256);
@@ -62,7 +63,7 @@ TEST(GPT2Parity, ForwardAndBackwardMatchTheReference) {
   ASSERT_EQ(header[1], 3);
   const Config c{header[2], header[3], header[4], header[5], header[6], header[7]};
   std::vector<Tensor> p;
-  for (const Shape& s : parameter_shapes(c)) p.push_back(floats(model, at, s).requires_grad_());
+  for (const Shape& s : parameter_shapes(c)) p.push_back(floats(model, at, s).to(device).requires_grad_());
   ASSERT_EQ(at, model.size());
 
   const std::vector<char> state = read_file(kDir + "debug_state.bin");
@@ -76,8 +77,8 @@ TEST(GPT2Parity, ForwardAndBackwardMatchTheReference) {
   const Tensor expected_loss = floats(state, at, {1});
 
   // Forward: embeddings, L pre-norm blocks (causal attention + GELU-tanh MLP), tied head.
-  const Tensor idx = from_vector(std::vector<std::int64_t>(inputs.begin(), inputs.end()));
-  const Tensor pos = arange(T);
+  const Tensor idx = from_vector(std::vector<std::int64_t>(inputs.begin(), inputs.end())).to(device);
+  const Tensor pos = arange(T, {.dtype = kInt64, .device = device});
   Tensor x = add(index_select(p[0], 0, idx).view({B, T, C}), index_select(p[1], 0, pos));
   for (std::int64_t l = 0; l < c.layers; ++l) {
     const Tensor h1 = layer_norm(x, {C}, p[2].select(0, l), p[3].select(0, l));
@@ -93,9 +94,10 @@ TEST(GPT2Parity, ForwardAndBackwardMatchTheReference) {
   }
   const Tensor logits = matmul(layer_norm(x, {C}, p[14], p[15]), p[0].t()).narrow(2, 0, V);  // (B, T, V)
   const Tensor loss = cross_entropy(logits.reshape({B * T, V}),
-                                    from_vector(std::vector<std::int64_t>(targets.begin(), targets.end())));
+                                    from_vector(std::vector<std::int64_t>(targets.begin(), targets.end())).to(device));
+  ASSERT_EQ(loss.device(), device);
 
-  const Tensor logit_error = amax(abs(sub(logits, expected_logits)));
+  const Tensor logit_error = amax(abs(sub(logits.to(Device::cpu()), expected_logits)));
   EXPECT_LT(logit_error.item<double>(), 1e-5);
   EXPECT_NEAR(loss.item<double>(), expected_loss.item<double>(), 1e-5);
 
@@ -105,9 +107,16 @@ TEST(GPT2Parity, ForwardAndBackwardMatchTheReference) {
   for (std::size_t i = 0; i < p.size(); ++i) {
     const Tensor expected = floats(state, at, p[i].shape());
     ASSERT_TRUE(p[i].grad().defined()) << names[i];
-    EXPECT_LT(amax(abs(sub(p[i].grad(), expected))).item<double>(), 1e-4) << names[i];
+    EXPECT_LT(amax(abs(sub(p[i].grad().to(Device::cpu()), expected))).item<double>(), 1e-4) << names[i];
   }
   EXPECT_EQ(at, state.size());
+}
+
+TEST(GPT2Parity, ForwardAndBackwardMatchTheReference) { expect_reference_forward_and_backward(Device::cpu()); }
+
+TEST(GPT2ParityCuda, ForwardAndBackwardMatchTheReference) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";
+  expect_reference_forward_and_backward(Device::cuda(0));
 }
 
 }  // namespace

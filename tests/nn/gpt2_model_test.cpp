@@ -1,6 +1,7 @@
 // nn::GPT2: forward and backward against llm.c's reference state on tests/data/gpt2-tiny
-// (logits and loss within 1e-5, every gradient within 1e-4), the llm.c tensor layout,
-// initialisation, the d12 parameter count and bad inputs.
+// (logits and loss within 1e-5, every gradient within 1e-4; on the CPU and, when there is
+// one, a CUDA GPU), the llm.c tensor layout, initialisation, the d12 parameter count and bad
+// inputs.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -73,14 +74,18 @@ nn::GPT2 reference_model() {
   return model;
 }
 
-TEST(GPT2Model, ForwardAndBackwardMatchLlmc) {
+// The reference model moved to `device`, on the debug state's batch: logits and loss within
+// 1e-5, every gradient within 1e-4 (compared on the CPU).
+void expect_llmc_forward_and_backward(Device device) {
   nn::GPT2 model = reference_model();
+  model->to(device);
   const std::int64_t V = 500;
   DebugState state = read_debug_state(V);
-  const Tensor logits = model(state.inputs);
+  const Tensor logits = model(state.inputs.to(device));
   ASSERT_EQ(logits.shape(), (Shape{state.B, state.T, 512}));
-  EXPECT_LT(max_abs_diff(logits.slice(2, 0, V), state.logits), 1e-5);
-  const Tensor loss = model->loss(logits, state.targets);
+  ASSERT_EQ(logits.device(), device);
+  EXPECT_LT(max_abs_diff(logits.slice(2, 0, V).to(Device::cpu()), state.logits), 1e-5);
+  const Tensor loss = model->loss(logits, state.targets.to(device));
   EXPECT_NEAR(loss.item<double>(), state.loss, 1e-5);
 
   loss.backward();
@@ -90,9 +95,16 @@ TEST(GPT2Model, ForwardAndBackwardMatchLlmc) {
     ASSERT_LE(at + static_cast<std::size_t>(expected.nbytes()), state.bytes.size()) << name;
     std::memcpy(expected.data_ptr(), state.bytes.data() + at, static_cast<std::size_t>(expected.nbytes()));
     at += static_cast<std::size_t>(expected.nbytes());
-    EXPECT_LT(max_abs_diff(grad, expected), 1e-4) << name;
+    EXPECT_LT(max_abs_diff(grad, expected), 1e-4) << name;  // llmc_tensors are CPU tensors
   }
   EXPECT_EQ(at, state.bytes.size());
+}
+
+TEST(GPT2Model, ForwardAndBackwardMatchLlmc) { expect_llmc_forward_and_backward(Device::cpu()); }
+
+TEST(GPT2ModelCuda, ForwardAndBackwardMatchLlmc) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";
+  expect_llmc_forward_and_backward(Device::cuda(0));
 }
 
 TEST(GPT2Model, LlmcTensorsRoundTripAndFollowTheCheckpointLayout) {

@@ -97,7 +97,41 @@ TEST(Cuda, MemoryStatsReturnToBaseline) {
   EXPECT_EQ(after.allocated_bytes, base.allocated_bytes);
   EXPECT_EQ(after.live_allocations, base.live_allocations);
   empty_cache(gpu);
-  EXPECT_EQ(memory_stats(gpu).reserved_bytes, memory_stats(gpu).allocated_bytes);
+  const MemoryStats emptied = memory_stats(gpu);
+  EXPECT_LE(emptied.allocated_bytes, emptied.reserved_bytes);
+  if (emptied.allocated_bytes == 0) EXPECT_EQ(emptied.reserved_bytes, 0);
+}
+
+TEST(Cuda, SmallTensorsShareOneSegment) {
+  REQUIRE_CUDA();
+  const Device gpu = Device::cuda(0);
+  empty_cache(gpu);
+  const MemoryStats base = memory_stats(gpu);
+  const Tensor a = empty({100}, {.dtype = kFloat32, .device = gpu});  // 400 bytes -> 512
+  const Tensor b = empty({100}, {.dtype = kFloat32, .device = gpu});
+  EXPECT_EQ(static_cast<const char*>(b.data_ptr()) - static_cast<const char*>(a.data_ptr()), 512);
+  EXPECT_EQ(memory_stats(gpu).allocated_bytes - base.allocated_bytes, 1024);
+  EXPECT_LE(memory_stats(gpu).reserved_bytes - base.reserved_bytes, 2 << 20);
+}
+
+TEST(Cuda, OutOfMemoryIsAnErrorWithTheNumbers) {
+  REQUIRE_CUDA();
+  try {
+    empty({std::int64_t{1} << 50}, {.dtype = kFloat32, .device = Device::cuda(0)});  // 4 PiB
+    ADD_FAILURE() << "expected OutOfMemoryError";
+  } catch (const OutOfMemoryError& e) {
+    EXPECT_NE(std::string(e.what()).find("bytes allocated"), std::string::npos) << e.what();
+  }
+}
+
+// Every kernel table with a CPU entry has a CUDA one in a build with the CUDA backend;
+// needs no GPU.
+TEST(CudaKernels, EveryKernelTableHasACudaEntry) {
+  if (!cuda_is_built()) GTEST_SKIP() << "this build has no CUDA backend";
+  const std::vector<KernelTableInfo> tables = kernel_tables();
+  EXPECT_GE(tables.size(), 31u);
+  for (const KernelTableInfo& table : tables)
+    if (table.has(DeviceType::CPU)) EXPECT_TRUE(table.has(DeviceType::CUDA)) << table.name << " has no CUDA kernel";
 }
 
 }  // namespace

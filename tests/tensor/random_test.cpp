@@ -7,8 +7,13 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <limits>
+#include <numbers>
 #include <string>
 #include <vector>
+
+#include "infini/math/philox.h"
+#include "infini/math/random_transforms.h"
 import infini.tensor;
 
 using namespace infini;
@@ -43,6 +48,68 @@ TEST(Philox, KnownAnswerVectors) {
             (std::array<std::uint32_t, 4>{0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd}));
   EXPECT_EQ(philox4x32(0x299f31d0a4093822ull, 0x85a308d3243f6a88ull, 0x0370734413198a2eull),
             (std::array<std::uint32_t, 4>{0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1}));
+}
+
+std::array<std::uint32_t, 4> words(const math::Philox4& r) { return {r.w[0], r.w[1], r.w[2], r.w[3]}; }
+
+// The host/device copy shared with the CUDA kernels is the generator's Philox, bit for bit.
+static_assert(math::philox4x32(0, 0, 0).w[0] == 0x6627e8d5 && math::philox4x32(0, 0, 0).w[3] == 0x9b00dbd8);
+
+TEST(Philox, SharedMathCopyMatchesTheGenerator) {
+  EXPECT_EQ(words(math::philox4x32(~0ull, ~0ull, ~0ull)),
+            (std::array<std::uint32_t, 4>{0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd}));
+  EXPECT_EQ(words(math::philox4x32(0x299f31d0a4093822ull, 0x85a308d3243f6a88ull, 0x0370734413198a2eull)),
+            (std::array<std::uint32_t, 4>{0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1}));
+  const std::uint64_t seeds[] = {0, 1, 42, 67280421310721ull, 0xffffffffull, 0x100000000ull, ~0ull};
+  const std::uint64_t streams[] = {0, 1, 0xdeadbeefcafef00dull, ~0ull};
+  const std::uint64_t bases[] = {0, 0xffffffffull - 150, ~0ull - 299};  // the counter's word carry, its wrap
+  for (std::uint64_t seed : seeds)
+    for (std::uint64_t stream : streams)
+      for (std::uint64_t counter = 0; counter < 300; ++counter)
+        for (std::uint64_t base : bases) {
+          ASSERT_EQ(words(math::philox4x32(seed, base + counter, stream)), philox4x32(seed, base + counter, stream))
+              << seed << " " << base + counter << " " << stream;
+        }
+}
+
+// The shared per-element transforms compute the reference formulas of the random fills, and
+// rand, randn and randint apply them to counter offset + i.
+TEST(Random, SharedTransformsMatchTheReferenceFormulas) {
+  constexpr std::uint64_t seed = 99;
+  for (std::uint64_t i = 0; i < 20000; ++i) {
+    const auto w = philox4x32(seed, i);
+    const math::Philox4 r = math::philox4x32(seed, i);
+    const double u53 = static_cast<double>(((std::uint64_t{w[0]} << 32) | w[1]) >> 11) * 0x1p-53;
+    ASSERT_EQ(math::unit_uniform<53>(r), u53);
+    ASSERT_EQ(math::unit_uniform<24>(r), static_cast<double>(w[0] >> 8) * std::ldexp(1.0, -24));
+    ASSERT_EQ(math::unit_uniform<11>(r), static_cast<double>(w[0] >> 21) * std::ldexp(1.0, -11));
+    ASSERT_EQ(math::unit_uniform<8>(r), static_cast<double>(w[0] >> 24) * std::ldexp(1.0, -8));
+    const double product = u53 * 7.5;
+    ASSERT_EQ(math::uniform_sample<53>(r, -2.5, 5.0), -2.5 + product);
+    const double u1 = static_cast<double>((((std::uint64_t{w[0]} << 32) | w[1]) >> 11) + 1) * 0x1p-53;
+    const double u2 = static_cast<double>(((std::uint64_t{w[2]} << 32) | w[3]) >> 11) * 0x1p-53;
+    const double z = std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
+    const double scaled = 3.0 * z;
+    ASSERT_EQ(math::normal_sample(r, 1.0, 3.0), 1.0 + scaled);
+    const auto bits = (std::uint64_t{w[0]} << 32) | w[1];
+    ASSERT_EQ(math::randint_sample(r, -7, 1000), static_cast<std::int64_t>(bits % 1007) - 7);
+  }
+  // The full int64 range wraps around: low + r in unsigned arithmetic.
+  const math::Philox4 r = math::philox4x32(seed, 5);
+  const std::uint64_t bits = (std::uint64_t{r.w[0]} << 32) | r.w[1];
+  const auto lowest = std::numeric_limits<std::int64_t>::min(), highest = std::numeric_limits<std::int64_t>::max();
+  EXPECT_EQ(math::randint_sample(r, lowest, highest),
+            static_cast<std::int64_t>(static_cast<std::uint64_t>(lowest) + bits % ~0ull));
+
+  Generator g(seed);
+  const Tensor u = rand({1000}, {}, &g), n = randn({1000}, {.dtype = kFloat64}, &g);
+  const Tensor k = randint(-3, 11, {1000}, {.dtype = kInt32}, &g);
+  for (std::int64_t i = 0; i < 1000; ++i) {
+    const auto at = [&](std::int64_t start) { return math::philox4x32(seed, static_cast<std::uint64_t>(start + i)); };
+    ASSERT_EQ(u.data_ptr<float>()[i], static_cast<float>(math::uniform_sample<24>(at(0), 0.0, 1.0)));
+    ASSERT_EQ(n.data_ptr<double>()[i], math::normal_sample(at(1000), 0.0, 1.0));
+    ASSERT_EQ(k.data_ptr<std::int32_t>()[i], math::randint_sample(at(2000), -3, 11));
+  }
 }
 
 TEST(Random, RandnMomentsAndShape) {

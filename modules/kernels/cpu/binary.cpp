@@ -4,9 +4,9 @@ module;
 #include <atomic>
 #include <cmath>
 #include <cstdint>
-#include <numbers>
 #include <type_traits>
 
+#include "infini/math/gelu.h"
 #include "vector_rows.h"
 module infini.kernels;
 
@@ -79,23 +79,6 @@ C power(C x, C y, ElementError& error) {
   }
 }
 
-// g * gelu'(x), exact: Phi(x) + x phi(x).
-template <class C>
-C gelu_backward(C g, C x) {
-  const C cdf = C(0.5) * (C(1) + std::erf(x * C(std::numbers::sqrt2 / 2)));
-  const C pdf = C(std::numbers::inv_sqrtpi / std::numbers::sqrt2) * std::exp(C(-0.5) * x * x);
-  return g * (cdf + x * pdf);
-}
-
-// g * gelu_tanh'(x): 0.5 (1 + t) + 0.5 x (1 - t^2) du/dx with t = tanh(u),
-// u = sqrt(2/pi) (x + 0.044715 x^3).
-template <class C>
-C gelu_tanh_backward(C g, C x) {
-  const C k = C(std::numbers::sqrt2 * std::numbers::inv_sqrtpi), c = C(0.044715);
-  const C t = std::tanh(k * (x + c * x * x * x));
-  return g * (C(0.5) * (C(1) + t) + C(0.5) * x * (C(1) - t * t) * k * (C(1) + C(3) * c * x * x));
-}
-
 template <class T>
 void binary_typed(const Tensor& out, const Tensor& a, const Tensor& b, BinaryOp op) {
   using C = compute_t<T>;
@@ -127,11 +110,11 @@ void binary_typed(const Tensor& out, const Tensor& a, const Tensor& b, BinaryOp 
       case BinaryOp::Minimum:
         return zip<T, T>(out, a, b, [](C x, C y) { return is_nan(x) || is_nan(y) ? C(x + y) : (x < y ? x : y); });
       case BinaryOp::GeluBackward:
-        if constexpr (std::is_floating_point_v<C>) return zip<T, T>(out, a, b, gelu_backward<C>);
+        if constexpr (std::is_floating_point_v<C>) return zip<T, T>(out, a, b, math::gelu_erf_backward<C>);
         break;
       case BinaryOp::GeluTanhBackward:
         if constexpr (std::is_floating_point_v<C>)
-          return zip<T, T>(out, a, b, gelu_tanh_backward<C>, cpu::gelu_tanh_backward_row);
+          return zip<T, T>(out, a, b, math::gelu_tanh_backward<C>, cpu::gelu_tanh_backward_row);
         break;
       default: break;
     }

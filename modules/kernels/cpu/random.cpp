@@ -1,27 +1,31 @@
-// CPU random kernels over Philox4x32: element i of the (contiguous) output uses counter
-// state.offset + i, so any thread may compute any element.
+// CPU random kernels over Philox4x32: element i of the (contiguous) output is the shared
+// transform (cuda/include/infini/math/random_transforms.h) of counter state.offset + i, so
+// any thread, and the CUDA kernels, may compute any element.
 module;
-#include <array>
-#include <cmath>
-#include <type_traits>
 #include <cstdint>
-#include <limits>
-#include <numbers>
+#include <type_traits>
+
+#include "infini/math/philox.h"
+#include "infini/math/random_transforms.h"
 module infini.kernels;
 
 namespace infini::kernels {
 namespace {
 
-// Uniform in [0, 1) with as many random bits as T has significand digits, so rounding to T
-// can never produce 1.
+// The significand digits of floating-point type T: the random bits a uniform draw uses.
 template <class T>
-double unit_uniform(const std::array<std::uint32_t, 4>& w) {
-  if constexpr (std::is_same_v<T, double>) {
-    return static_cast<double>(((std::uint64_t{w[0]} << 32) | w[1]) >> 11) * 0x1p-53;
-  } else {
-    constexpr int digits = std::is_same_v<T, float> ? 24 : std::is_same_v<T, Half> ? 11 : 8;
-    return static_cast<double>(w[0] >> (32 - digits)) * std::ldexp(1.0, -digits);
-  }
+constexpr int digits_of = std::is_same_v<T, double> ? 53
+                          : std::is_same_v<T, float> ? 24
+                          : std::is_same_v<T, Half>  ? 11
+                                                     : 8;
+
+template <class T>
+constexpr bool is_floating = std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, Half> ||
+                             std::is_same_v<T, BFloat16>;
+
+// The random words of element i.
+math::Philox4 draw(PhiloxState state, std::int64_t i) {
+  return math::philox4x32(state.seed, state.offset + static_cast<std::uint64_t>(i));
 }
 
 template <class Body>
@@ -36,12 +40,10 @@ void for_each_index(std::int64_t numel, Body&& body) {
 
 void uniform_cpu(const Tensor& out, double low, double high, PhiloxState state) {
   dispatch(out.dtype(), [&]<class T>() {
-    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, Half> ||
-                  std::is_same_v<T, BFloat16>) {
+    if constexpr (is_floating<T>) {
       T* data = static_cast<T*>(out.data_ptr());
       for_each_index(out.numel(), [&](std::int64_t i) {
-        const double u = unit_uniform<T>(philox4x32(state.seed, state.offset + static_cast<std::uint64_t>(i)));
-        data[i] = convert<T>(low + u * (high - low));
+        data[i] = convert<T>(math::uniform_sample<digits_of<T>>(draw(state, i), low, high));
       });
     } else {
       throw DTypeError("uniform_", concat("expected a floating-point tensor, got ", out.dtype()));
@@ -51,16 +53,10 @@ void uniform_cpu(const Tensor& out, double low, double high, PhiloxState state) 
 
 void normal_cpu(const Tensor& out, double mean, double std, PhiloxState state) {
   dispatch(out.dtype(), [&]<class T>() {
-    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, Half> ||
-                  std::is_same_v<T, BFloat16>) {
+    if constexpr (is_floating<T>) {
       T* data = static_cast<T*>(out.data_ptr());
       for_each_index(out.numel(), [&](std::int64_t i) {
-        // Box-Muller on two 53-bit uniforms; u1 in (0, 1] keeps the log finite.
-        const auto w = philox4x32(state.seed, state.offset + static_cast<std::uint64_t>(i));
-        const double u1 = static_cast<double>((((std::uint64_t{w[0]} << 32) | w[1]) >> 11) + 1) * 0x1p-53;
-        const double u2 = static_cast<double>(((std::uint64_t{w[2]} << 32) | w[3]) >> 11) * 0x1p-53;
-        const double z = std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
-        data[i] = convert<T>(mean + std * z);
+        data[i] = convert<T>(math::normal_sample(draw(state, i), mean, std));
       });
     } else {
       throw DTypeError("normal_", concat("expected a floating-point tensor, got ", out.dtype()));
@@ -69,13 +65,10 @@ void normal_cpu(const Tensor& out, double mean, double std, PhiloxState state) {
 }
 
 void randint_cpu(const Tensor& out, std::int64_t low, std::int64_t high, PhiloxState state) {
-  const auto range = static_cast<std::uint64_t>(high) - static_cast<std::uint64_t>(low);
   dispatch(out.dtype(), [&]<class T>() {
     T* data = static_cast<T*>(out.data_ptr());
     for_each_index(out.numel(), [&](std::int64_t i) {
-      const auto w = philox4x32(state.seed, state.offset + static_cast<std::uint64_t>(i));
-      const std::uint64_t r = ((std::uint64_t{w[0]} << 32) | w[1]) % range;
-      data[i] = convert<T>(static_cast<std::int64_t>(static_cast<std::uint64_t>(low) + r));
+      data[i] = convert<T>(math::randint_sample(draw(state, i), low, high));
     });
   });
 }

@@ -3,9 +3,9 @@ module;
 #include <array>
 #include <cmath>
 #include <cstdint>
-#include <numbers>
 #include <type_traits>
 
+#include "infini/math/gelu.h"
 #include "vector_rows.h"
 module infini.kernels;
 
@@ -66,16 +66,8 @@ void unary_float(const Tensor& out, const Tensor& in, UnaryOp op, UnaryParams p)
     case UnaryOp::Erf: return map<T, T>(out, in, [](C x) { return std::erf(x); });
     case UnaryOp::LeakyRelu: return map<T, T>(out, in, [a](C x) { return x > 0 ? x : x * a; });
     case UnaryOp::Elu: return map<T, T>(out, in, [a](C x) { return x > 0 ? x : a * std::expm1(x); });
-    case UnaryOp::GeluErf:
-      return map<T, T>(out, in, [](C x) { return C(0.5) * x * (C(1) + std::erf(x * C(std::numbers::sqrt2 / 2))); });
-    case UnaryOp::GeluTanh:
-      return map<T, T>(
-          out, in,
-          [](C x) {
-            const C k = C(std::numbers::sqrt2 * std::numbers::inv_sqrtpi);  // sqrt(2 / pi)
-            return C(0.5) * x * (C(1) + std::tanh(k * (x + C(0.044715) * x * x * x)));
-          },
-          cpu::gelu_tanh_row);
+    case UnaryOp::GeluErf: return map<T, T>(out, in, [](C x) { return math::gelu_erf(x); });
+    case UnaryOp::GeluTanh: return map<T, T>(out, in, [](C x) { return math::gelu_tanh(x); }, cpu::gelu_tanh_row);
     case UnaryOp::Silu: return map<T, T>(out, in, [](C x) { return x / (C(1) + std::exp(-x)); });
     case UnaryOp::Softplus:  // beta = a, threshold = b: linear above threshold, like PyTorch
       return map<T, T>(out, in, [a, b](C x) { return x * a > b ? x : std::log1p(std::exp(x * a)) / a; });

@@ -74,12 +74,12 @@ void AdamBase<Options, kDecoupled>::scaled_step(double grad_scale) {
     std::optional<AdamState>& state = this->state_[index];
     if (!state) {
       state.emplace();
-      state->exp_avg = zeros(param.shape(), {.dtype = param.dtype()});
-      state->exp_avg_sq = zeros(param.shape(), {.dtype = param.dtype()});
+      state->exp_avg = zeros(param.shape(), {.dtype = param.dtype(), .device = param.device()});
+      state->exp_avg_sq = zeros(param.shape(), {.dtype = param.dtype(), .device = param.device()});
     }
     // A group switched to amsgrad after its first steps starts its maximum from zeros.
     if (o.amsgrad && !state->max_exp_avg_sq.defined())
-      state->max_exp_avg_sq = zeros(param.shape(), {.dtype = param.dtype()});
+      state->max_exp_avg_sq = zeros(param.shape(), {.dtype = param.dtype(), .device = param.device()});
     ++state->step;
     adam_update_(param, grad, state->exp_avg, state->exp_avg_sq, state->max_exp_avg_sq,
                  {.lr = o.lr,

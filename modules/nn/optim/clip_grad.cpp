@@ -1,4 +1,7 @@
-// clip_grad_norm_ / clip_grad_value_ (see clip_grad.cppm).
+// clip_grad_norm_ / clip_grad_value_ (see clip_grad.cppm). The norm is accumulated in float64
+// on every device: per CPU grad in fixed chunks, and for the CUDA grads of each device in one
+// fixed-order reduction over all of them (infini/cuda/optim.h); the scaling and clamping are
+// the library's mul_ and clamp, which run where the grads are.
 module;
 #include <algorithm>
 #include <cmath>
@@ -7,6 +10,10 @@ module;
 #include <string_view>
 #include <type_traits>
 #include <vector>
+
+#if INFINI_HAS_CUDA
+#include "infini/cuda/optim.h"
+#endif
 module infini.nn;
 
 namespace infini::optim {
@@ -22,8 +29,6 @@ std::vector<Tensor> grads_of(std::string_view op, const std::vector<Tensor>& par
     if (!params[i].defined()) throw Error(op, concat("parameter ", i, " is an undefined tensor"));
     const Tensor& grad = params[i].grad();
     if (!grad.defined()) continue;
-    if (!grad.device().is_cpu()) throw DeviceError(op, concat("the grad of parameter ", i, " is on ", grad.device(),
-                                                             ", expected the CPU"));
     if (!is_floating_point(grad.dtype()))
       throw DTypeError(op, concat("the grad of parameter ", i, " has dtype ", grad.dtype()));
     grads.push_back(grad);
@@ -104,6 +109,25 @@ double combine_grad(const Tensor& grad, double p) {
   return total;
 }
 
+#if INFINI_HAS_CUDA
+// combine() over every element of the grads on the CUDA device `device`, in float64.
+double combine_cuda_grads(std::string_view op, const std::vector<Tensor>& grads, Device device, double p) {
+  std::vector<Tensor> contiguous;  // alive until the result is back
+  std::vector<cuda::NormTensor> tensors;
+  for (const Tensor& grad : grads) {
+    if (grad.device() != device) continue;
+    const Tensor& g = contiguous.emplace_back(grad.contiguous());
+    tensors.push_back({.data = g.data_ptr(), .type = static_cast<cuda::ElementType>(g.dtype()), .numel = g.numel()});
+  }
+  const Tensor scratch = empty({cuda::grad_norm_scratch(tensors)}, {.dtype = kFloat64, .device = device});
+  try {
+    return cuda::grad_norm_sum(tensors, p, scratch.data_ptr<double>(), device.index);
+  } catch (const cuda::CudaError& e) {
+    throw DeviceError(op, concat("on ", device, ": ", e.what()));
+  }
+}
+#endif
+
 }  // namespace
 
 namespace {
@@ -113,7 +137,15 @@ double total_norm_of(std::string_view op, const std::vector<Tensor>& grads, doub
   if (grads.empty()) return 0.0;
   const NormKind kind = norm_kind(norm_type);
   double sum = 0;
-  for (const Tensor& g : grads) sum = combine(kind, sum, combine_grad(g, norm_type));
+  for (const Tensor& g : grads)
+    if (g.device().is_cpu()) sum = combine(kind, sum, combine_grad(g, norm_type));
+#if INFINI_HAS_CUDA
+  std::vector<Device> devices;  // the CUDA devices in order of first appearance
+  for (const Tensor& g : grads)
+    if (g.device().is_cuda() && std::find(devices.begin(), devices.end(), g.device()) == devices.end())
+      devices.push_back(g.device());
+  for (Device device : devices) sum = combine(kind, sum, combine_cuda_grads(op, grads, device, norm_type));
+#endif
   const double total = kind == NormKind::Two ? std::sqrt(sum) : kind == NormKind::Power ? std::pow(sum, 1 / norm_type) : sum;
   if (error_if_nonfinite && !std::isfinite(total))
     throw Error(op, concat("the total norm of order ", norm_type, " of the gradients is non-finite (", total,

@@ -1,11 +1,18 @@
-// GradScaler (see grad_scaler.cppm).
+// GradScaler (see grad_scaler.cppm). unscale_ multiplies CPU grads in an OpenMP loop per grad
+// and the CUDA grads of each device in one multi-tensor kernel (infini/cuda/optim.h) with the
+// same arithmetic, reading its Inf/NaN flag back once per device.
 module;
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <type_traits>
 #include <vector>
+
+#if INFINI_HAS_CUDA
+#include "infini/cuda/optim.h"
+#endif
 module infini.nn;
 
 namespace infini::optim {
@@ -19,6 +26,16 @@ void check_scaler_options(std::string_view op, double scale, double growth_facto
   if (!(backoff_factor > 0 && backoff_factor < 1))
     throw Error(op, concat("backoff_factor must be in (0, 1), got ", backoff_factor));
   if (growth_interval < 1) throw Error(op, concat("growth_interval must be >= 1, got ", growth_interval));
+}
+
+// Publishes an in-place write of `work`, grad itself or a contiguous copy of it, to grad.
+void publish(const Tensor& grad, const Tensor& work) {
+  if (work.is_same(grad)) {
+    work.storage().bump_version();
+  } else {
+    Tensor target = grad;
+    target.copy_(work);
+  }
 }
 
 // grad *= inv_scale in the grad's compute type (PyTorch's
@@ -41,14 +58,55 @@ bool unscale_grad(const Tensor& grad, float inv_scale) {
       }
     }
   });
-  if (work.is_same(grad)) {
-    work.storage().bump_version();
-  } else {
-    Tensor target = grad;
-    target.copy_(work);
+  publish(grad, work);
+  return found;
+}
+
+#if INFINI_HAS_CUDA
+// unscale_grad for every CUDA grad of `params`: one call per device over all its grads.
+bool unscale_cuda_grads(std::string_view op, const std::vector<Tensor>& params, float inv_scale) {
+  NoGradGuard no_grad;
+  std::vector<Device> devices;  // in order of first appearance
+  for (const Tensor& param : params) {
+    const Tensor& grad = param.grad();
+    if (!grad.defined() || !grad.device().is_cuda()) continue;
+    if (std::find(devices.begin(), devices.end(), grad.device()) == devices.end()) devices.push_back(grad.device());
+  }
+  bool found = false;
+  for (Device device : devices) {
+    std::vector<Tensor> grads, work;  // grads on `device` gathered for one call, their contiguous versions
+    std::vector<cuda::UnscaleTensor> tensors;
+    const Tensor flag = empty({1}, {.dtype = kInt32, .device = device});
+    auto call = [&] {
+      try {
+        found = cuda::unscale_grads(tensors, inv_scale, flag.data_ptr<std::int32_t>(), device.index) || found;
+      } catch (const cuda::CudaError& e) {
+        throw DeviceError(op, concat("on ", device, ": ", e.what()));
+      }
+      for (std::size_t k = 0; k < grads.size(); ++k) publish(grads[k], work[k]);
+      grads.clear();
+      work.clear();
+      tensors.clear();
+    };
+    for (const Tensor& param : params) {
+      const Tensor& grad = param.grad();
+      if (!grad.defined() || grad.device() != device) continue;
+      // A grad sharing memory with a gathered one is scaled after it, as on the CPU, in the next call.
+      if (std::any_of(grads.begin(), grads.end(),
+                      [&](const Tensor& other) { return other.storage().data() == grad.storage().data(); }))
+        call();
+      grads.push_back(grad);
+      const Tensor& w = work.emplace_back(grad.contiguous());
+      // As on the CPU, only these dtypes are scaled (float16 was refused by unscale_).
+      if (w.dtype() == kFloat32 || w.dtype() == kFloat64 || w.dtype() == kBFloat16)
+        tensors.push_back(
+            {.data = w.data_ptr(), .type = static_cast<cuda::ElementType>(w.dtype()), .numel = w.numel()});
+    }
+    call();
   }
   return found;
 }
+#endif
 
 }  // namespace
 
@@ -85,7 +143,11 @@ void GradScaler::unscale_(Optimizer& optimizer) {
   const float inv_scale = static_cast<float>(1.0 / scale_);
   bool found_inf = false;
   for (const Tensor& param : params)
-    if (param.grad().defined()) found_inf = unscale_grad(param.grad(), inv_scale) || found_inf;
+    if (param.grad().defined() && param.grad().device().is_cpu())
+      found_inf = unscale_grad(param.grad(), inv_scale) || found_inf;
+#if INFINI_HAS_CUDA
+  found_inf = unscale_cuda_grads(op, params, inv_scale) || found_inf;
+#endif
   per_optimizer_[&optimizer] = {.stage = Stage::Unscaled, .found_inf = found_inf};
 }
 

@@ -106,8 +106,6 @@ void Optimizer::add_group_params(std::vector<Tensor> params) {
     if (!is_floating_point(p.dtype()))
       throw DTypeError(name_, concat(which, " has dtype ", p.dtype(), "; only floating-point tensors can be optimized"));
     if (!p.is_leaf()) throw Error(name_, concat(which, " is not a leaf tensor (it has a grad_fn); can't optimize it"));
-    if (!p.device().is_cpu())
-      throw DeviceError(name_, concat(which, " is on ", p.device(), "; the optimizers update CPU tensors"));
     if (has_internal_overlap(p))
       throw Error(name_, concat(which, " of shape ", p.shape(), " and strides ", p.strides(),
                                 " has several elements at one address"));

@@ -59,7 +59,7 @@ void SGD::step() {
     std::optional<SGDState>& state = state_[index];
     const bool momentum = o.momentum != 0;
     const bool first = momentum && !state;
-    if (first) state = SGDState{.momentum_buffer = empty(param.shape(), {.dtype = param.dtype()})};
+    if (first) state = SGDState{.momentum_buffer = empty(param.shape(), {.dtype = param.dtype(), .device = param.device()})};
     sgd_update_(param, grad, momentum ? state->momentum_buffer : Tensor(),
                 {.lr = o.lr,
                  .momentum = o.momentum,

@@ -30,6 +30,12 @@ void copy_device_to_host(void* dst, const void* src, std::size_t bytes, int devi
 void copy_device_to_device(void* dst, int dst_device, const void* src, int src_device, std::size_t bytes);
 void synchronize(int device);
 
+// Events, for the caching allocator's frees of blocks used on several streams. A stream or
+// event is an opaque handle; a null stream is the device's default stream.
+void* event_record(void* stream, int device);
+bool event_query(void* event);  // true once the work before the record has completed
+void event_destroy(void* event) noexcept;
+
 // A strided array on one device. Sizes and strides count elements; ndim <= kMaxDims.
 inline constexpr int kMaxDims = 16;
 struct StridedArray {

@@ -1,0 +1,43 @@
+// Fused scaled dot-product attention on the GPU (plain C++ interface).
+#pragma once
+
+#include <cstdint>
+
+#include "infini/cuda/cuda.h"
+
+namespace infini::cuda {
+
+// q (B, H, Tq, D), k (B, Hkv, Tk, D), v (B, Hkv, Tk, Dv), all contiguous of `type` (F32 or
+// F64); query head h reads key/value head h / (H / Hkv). mask (optional): element
+// (b, h, i, j) at mask + b*s0 + h*s1 + i*s2 + j*s3 (strides in elements, 0 to broadcast),
+// bool (false = masked out) or additive of `type`. causal keeps keys j <= i. Dropout keeps
+// weight (b, h, i, j) when the Philox uniform of counter offset + ((b H + h) Tq + i) Tk + j
+// under `seed` is >= dropout_p, and scales the kept ones by (type)(1 / (1 - dropout_p)).
+struct AttentionProblem {
+  ElementType type = ElementType::F32;
+  std::int64_t batch = 0, heads = 0, kv_heads = 1, q_len = 0, kv_len = 0, head_dim = 0, value_dim = 0;
+  const void* q = nullptr;
+  const void* k = nullptr;
+  const void* v = nullptr;
+  const void* mask = nullptr;
+  bool mask_is_bool = false;
+  std::int64_t mask_strides[4] = {};
+  double scale = 1;
+  bool causal = false;
+  double dropout_p = 0;
+  std::uint64_t seed = 0, offset = 0;
+};
+
+// out (B, H, Tq, Dv) and lse (B, H, Tq) contiguous of `type`. A row with no key left
+// (all masked) gets out NaN and lse -inf. The key/query tiles live in shared memory, which
+// bounds D + Dv (on an H100/H200, about 1190 for float32 and 590 for float64 including the
+// backward); larger ones throw CudaError.
+void attention_forward(void* out, void* lse, const AttentionProblem& problem, int device);
+
+// dq, dk, dv (shaped like q, k, v, contiguous) are overwritten with the gradients for
+// grad_out and the forward's out and lse (B, H, Tq rows, contiguous); rows whose lse is not
+// finite contribute nothing. delta: scratch of B*H*Tq elements of `type`.
+void attention_backward(void* dq, void* dk, void* dv, void* delta, const void* grad_out, const void* out,
+                        const void* lse, const AttentionProblem& problem, int device);
+
+}  // namespace infini::cuda

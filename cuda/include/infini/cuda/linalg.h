@@ -1,0 +1,36 @@
+// Batched matrix products on the GPU through cuBLASLt (plain C++ interface).
+#pragma once
+
+#include <cstdint>
+
+#include "infini/cuda/cuda.h"
+
+namespace infini::cuda {
+
+// The matrices of one GEMM operand: element [r, c] of matrix i lies at element offset
+// i * batch_stride + (col_major ? r + c * ld : r * ld + c) from data. ld is at least the
+// length of the unit-stride dim (1 when that is 0); batch_stride may be 0 (broadcast).
+struct GemmMatrix {
+  const void* data = nullptr;
+  std::int64_t ld = 1;
+  bool col_major = false;
+  std::int64_t batch_stride = 0;
+};
+
+// out[i] = alpha * a[i] @ b[i] + beta * out[i] for i < batch, with a[i] (m, k), b[i] (k, n)
+// and out[i] (m, n) row-major at out + i * m * n (out is one contiguous (batch, m, n) block
+// that overlaps neither a nor b). type is F32 or F64, the same for all three. beta == 0
+// ignores out's old values (NaN included); k == 0 leaves beta * out. allow_tf32 lets float32
+// products round their operands to TF32 (tensor cores); float64 ignores it.
+// Deterministic: the same problem on the same GPU gives the same bits.
+struct GemmProblem {
+  ElementType type = ElementType::F32;
+  std::int64_t batch = 1, m = 0, n = 0, k = 0;
+  GemmMatrix a, b;
+  void* out = nullptr;
+  double alpha = 1, beta = 0;
+  bool allow_tf32 = false;
+};
+void gemm(const GemmProblem& problem, int device);
+
+}  // namespace infini::cuda

@@ -1,0 +1,156 @@
+// Fused cross-entropy rows: one block per row, reductions in a fixed tree (CUB's block
+// reduce), so two runs give the same bits. Mirrors modules/kernels/cpu/cross_entropy.cpp:
+// the log-sum-exp is kept in float64 for float32 logits too (exp of each shifted logit in
+// float32, their sum in float64), and the float32 backward takes exp(x - s) * exp(s - lse)
+// with s = lse rounded to float32.
+#include <cub/block/block_reduce.cuh>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+
+#include "element_types.cuh"
+#include "infini/cuda/cross_entropy.h"
+#include "launch.cuh"
+#include "strided.cuh"
+
+namespace infini::cuda {
+namespace {
+
+constexpr int kRowThreads = 256;
+constexpr std::int64_t kMaxRowBlocks = std::int64_t{1} << 20;  // a grid-stride loop covers more rows
+
+unsigned row_blocks(std::int64_t rows) { return static_cast<unsigned>(std::min(rows, kMaxRowBlocks)); }
+
+struct Max {
+  template <class T>
+  __device__ T operator()(T a, T b) const {
+    return a > b ? a : b;
+  }
+};
+
+// exp in the element type: float32 rows take exp in float32 like the CPU's vectorized exp.
+__device__ inline float exp_of(float x) { return expf(x); }
+__device__ inline double exp_of(double x) { return exp(x); }
+
+// Row i: lse[i] = shift + log(sum_c exp(x[c] - shift)) with shift the row's maximum (0 when
+// that is infinite), the sum in float64; loss[i] = lse[i] - x[target] in T. An out-of-range
+// target leaves loss 0 and lowers *bad to its row (integer atomicMin: order-independent).
+template <class T>
+__global__ void forward_kernel(CrossEntropyRows r, T* loss, double* lse, unsigned long long* bad) {
+  using MaxReduce = cub::BlockReduce<T, kRowThreads>;
+  using SumReduce = cub::BlockReduce<double, kRowThreads>;
+  __shared__ union {
+    typename MaxReduce::TempStorage max;
+    typename SumReduce::TempStorage sum;
+  } temp;
+  __shared__ T row_shift;
+  for (std::int64_t i = blockIdx.x; i < r.rows; i += gridDim.x) {
+    const T* x = static_cast<const T*>(r.logits) + i * r.row_stride;
+    T local_max = -INFINITY;
+    for (std::int64_t j = threadIdx.x; j < r.classes; j += kRowThreads) local_max = Max{}(local_max, x[j]);
+    const T row_max = MaxReduce(temp.max).Reduce(local_max, Max{});
+    if (threadIdx.x == 0) row_shift = isinf(row_max) ? T(0) : row_max;
+    __syncthreads();
+    const T shift = row_shift;
+    double local_sum = 0;
+    for (std::int64_t j = threadIdx.x; j < r.classes; j += kRowThreads)
+      local_sum += static_cast<double>(exp_of(x[j] - shift));
+    const double sum = SumReduce(temp.sum).Sum(local_sum);
+    if (threadIdx.x == 0) {
+      const double row_lse = static_cast<double>(shift) + log(sum);
+      lse[i] = row_lse;
+      const std::int64_t c = r.target[i];
+      if (c == r.ignore_index) {
+        loss[i] = T(0);
+      } else if (c < 0 || c >= r.classes) {
+        atomicMin(bad, static_cast<unsigned long long>(i));
+        loss[i] = T(0);
+      } else {
+        loss[i] = static_cast<T>(row_lse - static_cast<double>(x[c]));
+      }
+    }
+    __syncthreads();  // temp and row_shift are reused by the next row
+  }
+}
+
+// Row i of grad = g (exp(x - lse) - one_hot(target)), 0 for ignored/out-of-range targets.
+// The products are rounded before the one-hot subtraction (no fused multiply-add), as on the CPU.
+template <class T>
+__global__ void backward_kernel(CrossEntropyRows r, T* grad, const T* grad_loss, const double* lse) {
+  for (std::int64_t i = blockIdx.x; i < r.rows; i += gridDim.x) {
+    T* out = grad + i * r.classes;
+    const std::int64_t c = r.target[i];
+    if (c == r.ignore_index || c < 0 || c >= r.classes) {
+      for (std::int64_t j = threadIdx.x; j < r.classes; j += kRowThreads) out[j] = T(0);
+      continue;
+    }
+    const T* x = static_cast<const T*>(r.logits) + i * r.row_stride;
+    const T g = grad_loss[i];
+    const double l = lse[i];
+    if constexpr (std::is_same_v<T, float>) {
+      const float shift = static_cast<float>(l);
+      const float correction = isfinite(l) ? static_cast<float>(exp(static_cast<double>(shift) - l)) : 1.0f;
+      const float scale = __fmul_rn(g, correction);
+      for (std::int64_t j = threadIdx.x; j < r.classes; j += kRowThreads) {
+        const float p = __fmul_rn(scale, expf(x[j] - shift));
+        out[j] = j == c ? p - g : p;
+      }
+    } else {
+      for (std::int64_t j = threadIdx.x; j < r.classes; j += kRowThreads) {
+        const double p = __dmul_rn(g, exp(x[j] - l));
+        out[j] = j == c ? p - g : p;
+      }
+    }
+  }
+}
+
+template <class F>
+void visit_logits(ElementType type, const char* op, F&& f) {
+  if (type == ElementType::F32) return f(detail::Tag<float>{});
+  if (type == ElementType::F64) return f(detail::Tag<double>{});
+  throw CudaError(std::string(op) + ": logits must be float32 or float64");
+}
+
+}  // namespace
+
+BadTarget cross_entropy_forward(void* loss, double* lse, const CrossEntropyRows& rows, std::int64_t* scratch,
+                                int device) {
+  if (rows.rows == 0) return {};
+  detail::use_device(device);
+  auto* bad = reinterpret_cast<unsigned long long*>(scratch);
+  detail::check(cudaMemsetAsync(bad, 0xFF, sizeof(*bad), detail::stream()), "cross_entropy: cudaMemsetAsync");
+  visit_logits(rows.type, "cross_entropy", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    forward_kernel<T><<<row_blocks(rows.rows), kRowThreads, 0, detail::stream()>>>(rows, static_cast<T*>(loss), lse,
+                                                                                   bad);
+  });
+  detail::after_launch("cross_entropy");
+  unsigned long long first_bad = 0;
+  detail::check(cudaMemcpyAsync(&first_bad, bad, sizeof(first_bad), cudaMemcpyDeviceToHost, detail::stream()),
+                "cross_entropy: reading back the target check");
+  detail::check(cudaStreamSynchronize(detail::stream()), "cross_entropy kernel");
+  if (first_bad == ~0ull) return {};
+  BadTarget result{static_cast<std::int64_t>(first_bad), 0};
+  detail::check(cudaMemcpyAsync(&result.target, rows.target + result.row, sizeof(result.target),
+                                cudaMemcpyDeviceToHost, detail::stream()),
+                "cross_entropy: reading back the bad target");
+  detail::check(cudaStreamSynchronize(detail::stream()), "cross_entropy: reading back the bad target");
+  return result;
+}
+
+void cross_entropy_backward(void* grad_logits, const void* grad_loss, const double* lse, const CrossEntropyRows& rows,
+                            int device) {
+  if (rows.rows == 0 || rows.classes == 0) return;
+  detail::use_device(device);
+  visit_logits(rows.type, "cross_entropy_backward", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    backward_kernel<T><<<row_blocks(rows.rows), kRowThreads, 0, detail::stream()>>>(
+        rows, static_cast<T*>(grad_logits), static_cast<const T*>(grad_loss), lse);
+  });
+  detail::after_launch("cross_entropy_backward");
+}
+
+}  // namespace infini::cuda

@@ -1,0 +1,112 @@
+// Internal to the indexing kernels: several arrays walked over one shape with a single
+// unravel of the linear index, dims taken out of a shape, and CUB calls with their
+// temporary storage from a DeviceAlloc.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <initializer_list>
+
+#include "check.cuh"
+#include "infini/cuda/cuda.h"
+#include "infini/cuda/index.h"
+#include "launch.cuh"
+#include "strided.cuh"
+
+namespace infini::cuda::detail {
+
+// N arrays of one shape: sizes shared, strides per array (elements).
+template <int N>
+struct Joint {
+  int ndim = 0;
+  std::int64_t sizes[kMaxDims] = {};
+  std::int64_t strides[N][kMaxDims] = {};
+};
+
+// The arrays (one shape), coalesced together, as one Joint<N>.
+template <int N>
+Joint<N> joint_strides(std::initializer_list<StridedArray> arrays) {
+  StridedArray copies[N];
+  std::copy(arrays.begin(), arrays.end(), copies);
+  if constexpr (N == 1) coalesce({&copies[0]});
+  else if constexpr (N == 2) coalesce({&copies[0], &copies[1]});
+  else coalesce({&copies[0], &copies[1], &copies[2]});
+  Joint<N> s;
+  s.ndim = copies[0].ndim;
+  for (int d = 0; d < s.ndim; ++d) {
+    s.sizes[d] = copies[0].sizes[d];
+    for (int k = 0; k < N; ++k) s.strides[k][d] = copies[k].strides[d];
+  }
+  return s;
+}
+
+// a with dim `dim` taken out (its elements at coordinate 0 of that dim).
+inline StridedArray without_dim(const StridedArray& a, int dim) {
+  StridedArray out = a;
+  out.ndim = a.ndim - 1;
+  for (int d = dim; d < out.ndim; ++d) {
+    out.sizes[d] = a.sizes[d + 1];
+    out.strides[d] = a.strides[d + 1];
+  }
+  return out;
+}
+
+// a with dim `dim` moved last: row-major order walks each slice along dim contiguously.
+inline StridedArray dim_last(const StridedArray& a, int dim) {
+  StridedArray out = without_dim(a, dim);
+  out.sizes[out.ndim] = a.sizes[dim];
+  out.strides[out.ndim] = a.strides[dim];
+  ++out.ndim;
+  return out;
+}
+
+// offsets[k] = the element offset in array k of the element with row-major index i.
+template <int N>
+__device__ inline void offsets_of(const Joint<N>& s, std::int64_t i, std::int64_t (&offsets)[N]) {
+#pragma unroll
+  for (int k = 0; k < N; ++k) offsets[k] = 0;
+  for (int d = s.ndim - 1; d > 0; --d) {
+    const std::int64_t c = i % s.sizes[d];
+    i /= s.sizes[d];
+#pragma unroll
+    for (int k = 0; k < N; ++k) offsets[k] += c * s.strides[k][d];
+  }
+  if (s.ndim > 0) {
+#pragma unroll
+    for (int k = 0; k < N; ++k) offsets[k] += i * s.strides[k][0];
+  }
+}
+
+// Runs a CUB device algorithm: call(temp, bytes) once to size its temporary storage and
+// once to run it on stream(); `what` names it in errors.
+template <class Call>
+void cub_run(const DeviceAlloc& alloc, const char* what, Call&& call) {
+  std::size_t bytes = 0;
+  check(call(static_cast<void*>(nullptr), bytes), what);
+  void* temp = alloc(std::max<std::size_t>(bytes, 1));
+  check(call(temp, bytes), what);
+}
+
+// Typed scratch of n elements (n may be 0).
+template <class T>
+T* scratch(const DeviceAlloc& alloc, std::int64_t n) {
+  return static_cast<T*>(alloc(std::max<std::size_t>(static_cast<std::size_t>(n) * sizeof(T), 1)));
+}
+
+// Waits for the stream and copies `count` T from device memory at src to dst.
+template <class T>
+void read_back(T* dst, const T* src, std::size_t count, const char* what) {
+  check(cudaMemcpyAsync(dst, src, count * sizeof(T), cudaMemcpyDeviceToHost, stream()), what);
+  check(cudaStreamSynchronize(stream()), what);
+}
+
+// The number of low bits that hold every value in [0, max] (at least 1).
+inline int bits_for(std::uint64_t max) {
+  int bits = 1;
+  while (bits < 64 && (max >> bits) != 0) ++bits;
+  return bits;
+}
+
+}  // namespace infini::cuda::detail

@@ -1,0 +1,30 @@
+// Internal: the stream every kernel runs on, and the check after each launch.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <string>
+
+#include "check.cuh"
+
+namespace infini::cuda::detail {
+
+// The stream Infini's kernels, copies and fills are issued on: the legacy default stream
+// of the current device, so they are ordered with each other and with the synchronous
+// cudaMemcpy of host transfers.
+inline cudaStream_t stream() { return nullptr; }
+
+// True when INFINI_CUDA_SYNC=1: every op then waits for its kernels, so an asynchronous
+// error is reported by the op that caused it.
+bool sync_after_each_op();
+
+// Call after an op's launches: a launch error (bad configuration, too much shared memory)
+// is reported now, naming `op`; in INFINI_CUDA_SYNC mode so is an error while running.
+inline void after_launch(const char* op) {
+  if (cudaError_t err = cudaGetLastError(); err != cudaSuccess) fail(err, std::string(op) + " kernel launch");
+  if (sync_after_each_op())
+    if (cudaError_t err = cudaStreamSynchronize(stream()); err != cudaSuccess)
+      fail(err, std::string(op) + " kernel (INFINI_CUDA_SYNC=1)");
+}
+
+}  // namespace infini::cuda::detail
