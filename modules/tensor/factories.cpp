@@ -24,14 +24,14 @@ void check_floating(std::string_view op, DataType dtype) {
     throw DTypeError(op, concat("expected a floating-point dtype, got ", dtype));
 }
 
-// Random values are made on the host by Op's kernel (so every device gets the same
-// numbers) from a fresh range of the generator's counters, then moved to `device`.
+// Random values made on `device` by Op's kernel from a fresh range of the generator's
+// counters (element i uses counter offset + i on every device).
 template <class Op, class... Params>
 Tensor random_tensor(const Shape& shape, DataType dtype, Device device, Generator* generator, Params... params) {
-  Tensor host = empty(shape, {.dtype = dtype});
-  const PhiloxState state = (generator ? *generator : default_generator()).reserve(host.numel());
-  KernelTable<Op>::call(host.device(), host, params..., state);
-  return host.to(device);
+  Tensor out = empty(shape, {.dtype = dtype, .device = device});
+  const PhiloxState state = (generator ? *generator : default_generator()).reserve(out.numel());
+  KernelTable<Op>::call(device, out, params..., state);
+  return out;
 }
 
 }  // namespace

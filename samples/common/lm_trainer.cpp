@@ -51,6 +51,9 @@ void add_train_flags(CLI::App& app, TrainFlags& f) {
   app.add_option("--dtype", f.dtype,
                  "float32, or bfloat16: matrix products on bfloat16 operands (CPU only: AMX-BF16 or AVX512-BF16)")
       ->check(CLI::IsMember({"float32", "bfloat16"}));
+  app.add_option("--tf32", f.tf32,
+                 "1: with --device cuda, float32 matrix products on TF32 tensor cores (set_float32_matmul_precision "
+                 "medium; 10-bit mantissa operands, float32 sums)")->check(CLI::Range(0, 1));
   app.add_option("--val_loss_every", f.val_loss_every, "steps between validation losses (0: never)");
   app.add_option("--val_batches", f.val_batches, "micro-batches of validation data per evaluation");
   app.add_option("--sample_every", f.sample_every, "steps between generated samples (0: never)");
@@ -97,6 +100,9 @@ void prepare_run(const TrainFlags& f) {
       throw Error("train", cuda_is_built() ? "--device cuda: no CUDA device is available; use --device cpu"
                                            : "--device cuda: no CUDA device: this build of Infini has no CUDA backend; "
                                              "use --device cpu");
+    if (f.tf32) set_float32_matmul_precision(MatmulPrecision::kMedium);
+  } else if (f.tf32) {
+    throw Error("train", "--tf32 1 needs --device cuda (TF32 is a CUDA tensor-core format)");
   }
   if (f.dtype == "bfloat16") {  // bfloat16 operands for the matrix products, float32 everywhere else
     if (!has_bfloat16_matmul())

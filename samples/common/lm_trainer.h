@@ -28,6 +28,7 @@ struct TrainFlags {
   int shuffle = 0;
   std::uint64_t seed = 42;
   std::string device = "cpu", dtype = "float32";
+  int tf32 = 0;  // 1: CUDA float32 matrix products on TF32 tensor cores
   std::int64_t val_loss_every = 0, val_batches = 20, sample_every = 0, text_length = 64, top_k = 40;
   double temperature = 1.0;
   std::string save, load, metrics_out;

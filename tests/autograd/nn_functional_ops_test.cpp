@@ -106,8 +106,8 @@ const bool registered = [] {
   op_registry().push_back(
       {.name = "cross_entropy",
        .fn = [=](const TensorList& in) {
-         const Tensor t = from_vector(targets);
-         const Tensor w = from_vector(class_weight);
+         const Tensor t = from_vector(targets).to(in[0].device());
+         const Tensor w = from_vector(class_weight).to(in[0].device());
          return TensorList{cross_entropy(in[0], t),
                            cross_entropy(in[0], t, {.weight = w, .reduction = Reduction::Sum}),
                            cross_entropy(in[0], t, {.weight = w, .label_smoothing = 0.1}),
@@ -127,7 +127,9 @@ const bool registered = [] {
   op_registry().push_back(
       {.name = "nll_loss",
        .fn = [=](const TensorList& in) {
-         return TensorList{nll_loss(log_softmax(in[0], 1), from_vector(targets), {.weight = from_vector(class_weight)})};
+         const Device device = in[0].device();
+         return TensorList{nll_loss(log_softmax(in[0], 1), from_vector(targets).to(device),
+                                    {.weight = from_vector(class_weight).to(device)})};
        },
        .reference = [=](const TensorList& in) {
          return TensorList{make({}, {cross_entropy_ref(values(in[0]), 4, 5, targets, class_weight, -100, 0, 1, nullptr)})};
@@ -175,7 +177,7 @@ const bool registered = [] {
   op_registry().push_back(
       {.name = "binary_cross_entropy_with_logits",
        .fn = three_reductions([](const Tensor& a, const Tensor& b, Reduction r) {
-         return binary_cross_entropy_with_logits(a, b, {}, r, from_vector<double>({2.0, 0.5, 1.0, 3.0}));
+         return binary_cross_entropy_with_logits(a, b, {}, r, from_vector<double>({2.0, 0.5, 1.0, 3.0}).to(a.device()));
        }),
        .reference = [=](const TensorList& in) {
          const auto a = values(in[0]), b = values(in[1]);
@@ -247,8 +249,8 @@ const bool registered = [] {
       {.name = "batch_norm",
        .fn = [](const TensorList& in) {
          return TensorList{batch_norm(in[0], {}, {}, in[1], in[2], true),
-                           batch_norm(in[0], from_vector<double>({0.1, -0.2, 0.3}), from_vector<double>({1.5, 0.5, 2.0}),
-                                      in[1], in[2], false)};
+                           batch_norm(in[0], from_vector<double>({0.1, -0.2, 0.3}).to(in[0].device()),
+                                      from_vector<double>({1.5, 0.5, 2.0}).to(in[0].device()), in[1], in[2], false)};
        },
        .reference = [=](const TensorList& in) {
          // Training: per-channel statistics over (N, L) of an (N=2, C=3, L=2) input.
@@ -291,7 +293,7 @@ const bool registered = [] {
       {.name = "rope",
        .fn = [](const TensorList& in) {
          const RopeFrequencies f = rope_frequencies(4, 5, 10000.0, false);
-         return TensorList{rope(in[0], f.cos, f.sin)};
+         return TensorList{rope(in[0], f.cos.to(in[0].device()), f.sin.to(in[0].device()))};
        },
        .reference = [](const TensorList& in) {
          // x (2, 3, 4): position t = dim 1, pairs (0,1) and (2,3) with freq 1 and 1/100.
@@ -342,7 +344,7 @@ const bool registered = [] {
   op_registry().push_back(
       {.name = "embedding",
        .fn = [](const TensorList& in) {
-         const Tensor idx = from_vector<std::int64_t>({3, 0, 3, 1, 4, 0}, {2, 3});
+         const Tensor idx = from_vector<std::int64_t>({3, 0, 3, 1, 4, 0}, {2, 3}).to(in[0].device());
          return TensorList{embedding(idx, in[0])};  // padding_idx: see EmbeddingPaddingRowGetsNoGradient
        },
        .reference = [](const TensorList& in) {
