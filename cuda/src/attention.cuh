@@ -53,6 +53,35 @@ __device__ inline std::int64_t keys_of(const AttentionProblem& p, std::int64_t i
   return p.causal ? (p.kv_len < i + 1 ? p.kv_len : i + 1) : p.kv_len;
 }
 
+// The rows that block blockIdx.x takes when each block takes `per_block` consecutive rows of
+// one (b, head): `rows` rows per head, `heads` heads; group = b * heads + head, its rows from
+// `first` on.
+struct BlockRows {
+  std::int64_t group, b, head, first;
+};
+__device__ inline BlockRows block_rows(std::int64_t rows, std::int64_t heads, int per_block) {
+  const std::int64_t row_groups = (rows + per_block - 1) / per_block;
+  const std::int64_t group = blockIdx.x / row_groups;
+  return {group, group / heads, group % heads, blockIdx.x % row_groups * per_block};
+}
+
+// A block of query rows of (b, h) (bh = b * H + h, rows from i0 on) and the keys (kv_len, D)
+// and values (kv_len, Dv) of the key/value head of h.
+template <class T>
+struct QueryBlock {
+  std::int64_t bh, b, h, i0;
+  const T* keys;
+  const T* values;
+};
+template <class T>
+__device__ QueryBlock<T> query_block(const AttentionProblem& p, int per_block) {
+  const BlockRows r = block_rows(p.q_len, p.heads, per_block);
+  const std::int64_t hk = r.head / (p.heads / p.kv_heads);
+  const std::int64_t kv_rows = (r.b * p.kv_heads + hk) * p.kv_len;
+  return {r.group, r.b, r.head, r.first, static_cast<const T*>(p.k) + kv_rows * p.head_dim,
+          static_cast<const T*>(p.v) + kv_rows * p.value_dim};
+}
+
 // The scaled score of (b, h, i, j) from its dot product, with the mask applied: -inf when
 // masked out.
 template <class T>
@@ -80,6 +109,12 @@ __device__ T keep_factor(const AttentionProblem& p, T keep_scale, std::int64_t b
   const math::Philox4 w = math::philox4x32(p.seed, p.offset + element);
   const double u = static_cast<double>(w.w[0] >> 8) * 0x1p-24;
   return u >= p.dropout_p ? keep_scale : T(0);
+}
+
+// The dropout factor of a kept weight, (T)(1 / (1 - p)), computed on the host.
+template <class T>
+T keep_scale_of(const AttentionProblem& p) {
+  return static_cast<T>(1 / (1 - p.dropout_p));
 }
 
 // Copies rows [row0, row0 + n) of a contiguous (rows, width) matrix into a shared tile with

@@ -40,14 +40,10 @@ __global__ void dq_kernel(AttentionProblem p, T* dq, T* delta, const T* grad_out
   T* const k_tile = base + kWarpsPerBlock * (kTile + 2 * D + Dv);
   T* const v_tile = k_tile + kTile * (D + 1);
 
-  const std::int64_t row_groups = (p.q_len + kWarpsPerBlock - 1) / kWarpsPerBlock;
-  const std::int64_t bh = blockIdx.x / row_groups;  // b * H + h
-  const std::int64_t b = bh / p.heads, h = bh % p.heads, hk = h / (p.heads / p.kv_heads);
-  const std::int64_t i0 = blockIdx.x % row_groups * kWarpsPerBlock, i = i0 + warp;
+  const auto [bh, b, h, i0, keys, values] = query_block<T>(p, kWarpsPerBlock);
+  const std::int64_t i = i0 + warp;
   const bool has_row = i < p.q_len;
   const std::int64_t row = bh * p.q_len + i;
-  const T* const keys = static_cast<const T*>(p.k) + (b * p.kv_heads + hk) * p.kv_len * D;
-  const T* const values = static_cast<const T*>(p.v) + (b * p.kv_heads + hk) * p.kv_len * Dv;
   const T scale = static_cast<T>(p.scale);
 
   for (std::int64_t d = lane; d < D; d += 32) {
@@ -122,10 +118,8 @@ __global__ void dkv_kernel(AttentionProblem p, T* dk, T* dv, const T* delta, con
   T* const lse_tile = go_tile + kTile * (Dv + 1);
   T* const delta_tile = lse_tile + kTile;
 
-  const std::int64_t row_groups = (p.kv_len + kWarpsPerBlock - 1) / kWarpsPerBlock;
-  const std::int64_t bhk = blockIdx.x / row_groups;  // b * Hkv + hk
-  const std::int64_t b = bhk / p.kv_heads, hk = bhk % p.kv_heads, group = p.heads / p.kv_heads;
-  const std::int64_t j0 = blockIdx.x % row_groups * kWarpsPerBlock, j = j0 + warp;
+  const auto [bhk, b, hk, j0] = block_rows(p.kv_len, p.kv_heads, kWarpsPerBlock);  // bhk = b * Hkv + hk
+  const std::int64_t group = p.heads / p.kv_heads, j = j0 + warp;
   const bool has_row = j < p.kv_len;
   const std::int64_t kv_row = bhk * p.kv_len + j;
   const T scale = static_cast<T>(p.scale);
@@ -201,7 +195,7 @@ void attention_backward(void* dq, void* dk, void* dv, void* delta, const void* g
   if (attention_backward_tiled(dq, dk, dv, delta, grad_out, out, lse, p, op)) return after_launch(op);
   visit_attention_type(p.type, op, [&](auto zero) {
     using T = decltype(zero);
-    const auto keep_scale = static_cast<T>(1 / (1 - p.dropout_p));
+    const auto keep_scale = keep_scale_of<T>(p);
     if (p.batch > 0 && p.heads > 0 && p.q_len > 0) {
       const std::size_t bytes = sizeof(T) * dq_shared_elements(p);
       allow_shared_memory(dq_kernel<T>, bytes, p, op);

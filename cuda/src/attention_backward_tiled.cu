@@ -41,13 +41,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int tx = static_cast<int>(threadIdx.x % 16), ty = static_cast<int>(threadIdx.x / 16);
   const float scale = static_cast<float>(p.scale);
 
-  const std::int64_t row_groups = (p.q_len + kRows - 1) / kRows;
-  const std::int64_t bh = blockIdx.x / row_groups;  // b * H + h
-  const std::int64_t b = bh / p.heads, h = bh % p.heads, hk = h / (p.heads / p.kv_heads);
-  const std::int64_t i0 = blockIdx.x % row_groups * kRows, row0 = bh * p.q_len + i0;
+  const auto [bh, b, h, i0, keys, values] = query_block<float>(p, kRows);
+  const std::int64_t row0 = bh * p.q_len + i0;
   const int rows = static_cast<int>(std::min<std::int64_t>(kRows, p.q_len - i0));
-  const float* const keys = static_cast<const float*>(p.k) + (b * p.kv_heads + hk) * p.kv_len * D;
-  const float* const values = static_cast<const float*>(p.v) + (b * p.kv_heads + hk) * p.kv_len * Dv;
 
   load_transposed(q_tile, static_cast<const float*>(p.q), row0, rows, D);
   load_transposed(go_tile, grad_out, row0, rows, Dv);
@@ -116,10 +112,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int tx = static_cast<int>(threadIdx.x % 16), ty = static_cast<int>(threadIdx.x / 16);
   const float scale = static_cast<float>(p.scale);
 
-  const std::int64_t row_groups = (p.kv_len + kRows - 1) / kRows;
-  const std::int64_t bhk = blockIdx.x / row_groups;  // b * Hkv + hk
-  const std::int64_t b = bhk / p.kv_heads, hk = bhk % p.kv_heads, group = p.heads / p.kv_heads;
-  const std::int64_t j0 = blockIdx.x % row_groups * kRows, row0 = bhk * p.kv_len + j0;
+  const auto [bhk, b, hk, j0] = block_rows(p.kv_len, p.kv_heads, kRows);  // bhk = b * Hkv + hk
+  const std::int64_t group = p.heads / p.kv_heads, row0 = bhk * p.kv_len + j0;
   const int rows = static_cast<int>(std::min<std::int64_t>(kRows, p.kv_len - j0));
 
   load_transposed(k_tile, static_cast<const float*>(p.k), row0, rows, D);
@@ -174,7 +168,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 template <int E>
 void launch_tiled(float* dq, float* dk, float* dv, float* delta, const float* grad_out, const float* out,
                   const float* lse, const AttentionProblem& p, const char* op) {
-  const auto keep_scale = static_cast<float>(1 / (1 - p.dropout_p));
+  const auto keep_scale = keep_scale_of<float>(p);
   if (p.batch > 0 && p.heads > 0 && p.q_len > 0) {
     const std::size_t bytes = sizeof(float) * backward_shared_floats(p, 1);
     allow_shared_memory(tiled_dq_kernel<E>, bytes, p, op);

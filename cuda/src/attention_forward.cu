@@ -39,14 +39,10 @@ __global__ void forward_kernel(AttentionProblem p, T* out, T* lse, T keep_scale)
   T* const k_tile = base + kWarpsPerBlock * (kTile + D + Dv);
   T* const v_tile = k_tile + kTile * (D + 1);
 
-  const std::int64_t row_groups = (p.q_len + kWarpsPerBlock - 1) / kWarpsPerBlock;
-  const std::int64_t bh = blockIdx.x / row_groups;  // b * H + h
-  const std::int64_t b = bh / p.heads, h = bh % p.heads, hk = h / (p.heads / p.kv_heads);
-  const std::int64_t i0 = blockIdx.x % row_groups * kWarpsPerBlock, i = i0 + warp;
+  const auto [bh, b, h, i0, keys, values] = query_block<T>(p, kWarpsPerBlock);
+  const std::int64_t i = i0 + warp;
   const bool has_row = i < p.q_len;
   const std::int64_t row = bh * p.q_len + i;
-  const T* const keys = static_cast<const T*>(p.k) + (b * p.kv_heads + hk) * p.kv_len * D;
-  const T* const values = static_cast<const T*>(p.v) + (b * p.kv_heads + hk) * p.kv_len * Dv;
 
   for (std::int64_t d = lane; d < D; d += 32) q_row[d] = has_row ? static_cast<const T*>(p.q)[row * D + d] : T(0);
   for (std::int64_t d = lane; d < Dv; d += 32) acc[d] = 0;
@@ -101,7 +97,7 @@ void attention_forward(void* out, void* lse, const AttentionProblem& p, int devi
     const std::size_t bytes = sizeof(T) * shared_elements(p);
     allow_shared_memory(forward_kernel<T>, bytes, p, op);
     forward_kernel<T><<<row_blocks(p.batch * p.heads, p.q_len, op), kBlockThreads, bytes, stream()>>>(
-        p, static_cast<T*>(out), static_cast<T*>(lse), static_cast<T>(1 / (1 - p.dropout_p)));
+        p, static_cast<T*>(out), static_cast<T*>(lse), keep_scale_of<T>(p));
   });
   after_launch(op);
 }

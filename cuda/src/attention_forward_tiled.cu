@@ -35,13 +35,9 @@ __global__ void __launch_bounds__(kThreads) tiled_forward_kernel(AttentionProble
   float* const weights = v_tile + tile_floats(Dv);
   const int tx = static_cast<int>(threadIdx.x % 16), ty = static_cast<int>(threadIdx.x / 16);
 
-  const std::int64_t row_groups = (p.q_len + kRows - 1) / kRows;
-  const std::int64_t bh = blockIdx.x / row_groups;  // b * H + h
-  const std::int64_t b = bh / p.heads, h = bh % p.heads, hk = h / (p.heads / p.kv_heads);
-  const std::int64_t i0 = blockIdx.x % row_groups * kRows, row0 = bh * p.q_len + i0;
+  const auto [bh, b, h, i0, keys, values] = query_block<float>(p, kRows);
+  const std::int64_t row0 = bh * p.q_len + i0;
   const int rows = static_cast<int>(std::min<std::int64_t>(kRows, p.q_len - i0));
-  const float* const keys = static_cast<const float*>(p.k) + (b * p.kv_heads + hk) * p.kv_len * D;
-  const float* const values = static_cast<const float*>(p.v) + (b * p.kv_heads + hk) * p.kv_len * Dv;
 
   load_transposed(q_tile, static_cast<const float*>(p.q), row0, rows, D);
   float acc[4][E], running_max[4], total[4];
@@ -112,7 +108,7 @@ void launch_tiled(float* out, float* lse, const AttentionProblem& p, const char*
   const std::size_t bytes = sizeof(float) * forward_shared_floats(p);
   allow_shared_memory(tiled_forward_kernel<E>, bytes, p, op);
   tiled_forward_kernel<E><<<tiles::blocks_for(p.batch * p.heads, p.q_len, op), kThreads, bytes, stream()>>>(
-      p, out, lse, static_cast<float>(1 / (1 - p.dropout_p)));
+      p, out, lse, keep_scale_of<float>(p));
 }
 
 }  // namespace

@@ -17,10 +17,7 @@
 namespace infini::cuda {
 namespace {
 
-using detail::compute_t;
-using detail::convert;
-using detail::is_nan;
-using detail::widen;
+using namespace detail;
 
 constexpr bool returns_bool(BinaryOp op) { return op >= BinaryOp::Eq; }
 

@@ -1,6 +1,6 @@
-// Internal to the elementwise kernels (unary.cu, binary.cu, accumulate.cu): operands that
-// share one shape, their offsets per row-major index, the contiguous fast path's vectors,
-// wrap-around integer arithmetic, and runtime op -> template argument dispatch.
+// Internal to the elementwise kernels (unary.cu, binary.cu, accumulate.cu): the contiguous
+// fast path's vectors, wrap-around integer arithmetic, and runtime op -> template argument
+// dispatch. Operands that share one shape (SharedShape, offsets_of) are in strided.cuh.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -17,48 +17,10 @@
 
 namespace infini::cuda::detail {
 
-// N arrays of one shape (a kernel parameter): sizes and each array's strides, in elements.
-template <int N>
-struct SharedShape {
-  int ndim = 0;
-  std::int64_t sizes[kMaxDims] = {};
-  std::int64_t strides[N][kMaxDims] = {};
-};
-
-// The shape of arrays[0] (all must have it) with each array's strides.
-template <int N>
-SharedShape<N> shared_shape(const StridedArray* const (&arrays)[N]) {
-  SharedShape<N> s;
-  s.ndim = arrays[0]->ndim;
-  for (int d = 0; d < s.ndim; ++d) {
-    s.sizes[d] = arrays[0]->sizes[d];
-    for (int k = 0; k < N; ++k) s.strides[k][d] = arrays[k]->strides[d];
-  }
-  return s;
-}
-
 // True when every array is 1-D with unit stride (or 0-D: one element at data).
 inline bool all_contiguous(std::initializer_list<const StridedArray*> arrays) {
   return std::all_of(arrays.begin(), arrays.end(),
                      [](const StridedArray* a) { return a->ndim == 0 || (a->ndim == 1 && a->strides[0] == 1); });
-}
-
-// off[k] = offset of the element with row-major index i in array k; the index is unravelled
-// once for all arrays.
-template <int N>
-__device__ inline void offsets_of(const SharedShape<N>& s, std::int64_t i, std::int64_t (&off)[N]) {
-#pragma unroll
-  for (int k = 0; k < N; ++k) off[k] = 0;
-  for (int d = s.ndim - 1; d > 0; --d) {
-    const std::int64_t q = i / s.sizes[d], r = i - q * s.sizes[d];
-#pragma unroll
-    for (int k = 0; k < N; ++k) off[k] += r * s.strides[k][d];
-    i = q;
-  }
-  if (s.ndim > 0) {
-#pragma unroll
-    for (int k = 0; k < N; ++k) off[k] += i * s.strides[k][0];
-  }
 }
 
 // V elements loaded or stored as one aligned access (16 bytes for the widest operand).

@@ -10,7 +10,7 @@
 namespace infini::cuda {
 namespace {
 
-using detail::Joint;
+using detail::SharedShape;
 using detail::offsets_of;
 
 // *first = the lowest row-major position of an element of index outside [lo, hi) (stays
@@ -36,7 +36,7 @@ __global__ void read_outside_kernel(StridedArray index, unsigned long long* resu
 // `at` are out, self (its stride along dim zeroed) and index. T is an unsigned integer of
 // the element's size: a gather only moves bytes.
 template <class T>
-__global__ void gather_kernel(Joint<3> at, std::int64_t numel, std::int64_t size, std::int64_t xs, T* out,
+__global__ void gather_kernel(SharedShape<3> at, std::int64_t numel, std::int64_t size, std::int64_t xs, T* out,
                               const T* x, const std::int64_t* ix) {
   for (std::int64_t i = detail::first_index(); i < numel; i += detail::grid_step()) {
     std::int64_t o[3];
@@ -50,7 +50,7 @@ __global__ void gather_kernel(Joint<3> at, std::int64_t numel, std::int64_t size
 // The same for a 2-d `at` whose index is constant along dim 1 (index_select, embedding
 // lookups): one block per row reads its index once, threads copy along the row.
 template <class T>
-__global__ void gather_rows_kernel(Joint<3> at, std::int64_t size, std::int64_t xs, T* out, const T* x,
+__global__ void gather_rows_kernel(SharedShape<3> at, std::int64_t size, std::int64_t xs, T* out, const T* x,
                                    const std::int64_t* ix) {
   const std::int64_t rows = at.sizes[0], length = at.sizes[1];
   for (std::int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
@@ -63,7 +63,7 @@ __global__ void gather_rows_kernel(Joint<3> at, std::int64_t size, std::int64_t 
 }
 
 template <class T>
-void launch_gather(const Joint<3>& at, std::int64_t numel, std::int64_t size, std::int64_t xs, void* out,
+void launch_gather(const SharedShape<3>& at, std::int64_t numel, std::int64_t size, std::int64_t xs, void* out,
                    const void* x, const std::int64_t* ix) {
   if (at.ndim == 2 && at.strides[2][1] == 0 && at.sizes[1] >= 64) {
     const unsigned blocks = static_cast<unsigned>(std::min<std::int64_t>(at.sizes[0], detail::kMaxBlocks));
@@ -104,7 +104,7 @@ void gather(const StridedArray& out, const StridedArray& self, int dim, const St
   StridedArray x = self;
   x.sizes[dim] = out.sizes[dim];
   x.strides[dim] = 0;
-  const Joint<3> at = detail::joint_strides<3>({out, x, index});
+  const SharedShape<3> at = detail::joint_strides<3>({out, x, index});
   const std::int64_t size = self.sizes[dim], xs = self.strides[dim];
   const auto* ix = static_cast<const std::int64_t*>(index.data);
   switch (out.type) {

@@ -1,5 +1,5 @@
-// Internal to the indexing kernels: several arrays walked over one shape with a single
-// unravel of the linear index, dims taken out of a shape, and CUB calls with their
+// Internal to the indexing kernels: several arrays of one shape coalesced together (walked
+// with strided.cuh's offsets_of), dims taken out of a shape, and CUB calls with their
 // temporary storage from a DeviceAlloc.
 #pragma once
 
@@ -17,29 +17,17 @@
 
 namespace infini::cuda::detail {
 
-// N arrays of one shape: sizes shared, strides per array (elements).
+// The arrays (one shape), coalesced together, as one SharedShape<N>.
 template <int N>
-struct Joint {
-  int ndim = 0;
-  std::int64_t sizes[kMaxDims] = {};
-  std::int64_t strides[N][kMaxDims] = {};
-};
-
-// The arrays (one shape), coalesced together, as one Joint<N>.
-template <int N>
-Joint<N> joint_strides(std::initializer_list<StridedArray> arrays) {
+SharedShape<N> joint_strides(std::initializer_list<StridedArray> arrays) {
   StridedArray copies[N];
   std::copy(arrays.begin(), arrays.end(), copies);
   if constexpr (N == 1) coalesce({&copies[0]});
   else if constexpr (N == 2) coalesce({&copies[0], &copies[1]});
   else coalesce({&copies[0], &copies[1], &copies[2]});
-  Joint<N> s;
-  s.ndim = copies[0].ndim;
-  for (int d = 0; d < s.ndim; ++d) {
-    s.sizes[d] = copies[0].sizes[d];
-    for (int k = 0; k < N; ++k) s.strides[k][d] = copies[k].strides[d];
-  }
-  return s;
+  const StridedArray* coalesced[N];
+  for (int k = 0; k < N; ++k) coalesced[k] = &copies[k];
+  return shared_shape(coalesced);
 }
 
 // a with dim `dim` taken out (its elements at coordinate 0 of that dim).
@@ -60,23 +48,6 @@ inline StridedArray dim_last(const StridedArray& a, int dim) {
   out.strides[out.ndim] = a.strides[dim];
   ++out.ndim;
   return out;
-}
-
-// offsets[k] = the element offset in array k of the element with row-major index i.
-template <int N>
-__device__ inline void offsets_of(const Joint<N>& s, std::int64_t i, std::int64_t (&offsets)[N]) {
-#pragma unroll
-  for (int k = 0; k < N; ++k) offsets[k] = 0;
-  for (int d = s.ndim - 1; d > 0; --d) {
-    const std::int64_t c = i % s.sizes[d];
-    i /= s.sizes[d];
-#pragma unroll
-    for (int k = 0; k < N; ++k) offsets[k] += c * s.strides[k][d];
-  }
-  if (s.ndim > 0) {
-#pragma unroll
-    for (int k = 0; k < N; ++k) offsets[k] += i * s.strides[k][0];
-  }
 }
 
 // Runs a CUB device algorithm: call(temp, bytes) once to size its temporary storage and

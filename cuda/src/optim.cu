@@ -45,6 +45,16 @@ struct AdamEntry {
   math::compute_of<T> neg_step_size, bias_correction2_sqrt;  // this tensor's step's
 };
 
+// Calls f(j, i) for each of the thread's kIlp elements i = base + j kThreads below length.
+template <class F>
+__device__ void for_each_ilp(std::int64_t base, std::int64_t length, F&& f) {
+#pragma unroll
+  for (int j = 0; j < kIlp; ++j) {
+    const std::int64_t i = base + j * kThreads;
+    if (i < length) f(j, i);
+  }
+}
+
 // Kernel arguments stay within the 4 KiB every architecture accepts.
 static_assert(sizeof(Batch<AdamEntry<double>>) + sizeof(math::AdamScalars<double>) <= 4096);
 
@@ -58,25 +68,17 @@ __global__ void __launch_bounds__(kThreads)
     T* __restrict__ b = s.use_momentum ? e.momentum_buffer + begin : nullptr;
     for (std::int64_t base = threadIdx.x; base < length; base += std::int64_t{kThreads} * kIlp) {
       T pv[kIlp] = {}, gv[kIlp] = {}, bv[kIlp] = {};
-#pragma unroll
-      for (int j = 0; j < kIlp; ++j) {
-        const std::int64_t i = base + j * kThreads;
-        if (i < length) {
-          pv[j] = p[i];
-          gv[j] = g[i];
-          if (read_buffer) bv[j] = b[i];
-        }
-      }
+      for_each_ilp(base, length, [&](int j, std::int64_t i) {
+        pv[j] = p[i];
+        gv[j] = g[i];
+        if (read_buffer) bv[j] = b[i];
+      });
 #pragma unroll
       for (int j = 0; j < kIlp; ++j) math::sgd_step(pv[j], gv[j], bv[j], s);
-#pragma unroll
-      for (int j = 0; j < kIlp; ++j) {
-        const std::int64_t i = base + j * kThreads;
-        if (i < length) {
-          p[i] = pv[j];
-          if (s.use_momentum) b[i] = bv[j];
-        }
-      }
+      for_each_ilp(base, length, [&](int j, std::int64_t i) {
+        p[i] = pv[j];
+        if (s.use_momentum) b[i] = bv[j];
+      });
     }
   });
 }
@@ -96,29 +98,21 @@ __global__ void __launch_bounds__(kThreads)
     T* __restrict__ vmax = kAmsgrad ? e.max_exp_avg_sq + begin : nullptr;
     for (std::int64_t base = threadIdx.x; base < length; base += std::int64_t{kThreads} * kIlp) {
       T pv[kIlp] = {}, gv[kIlp] = {}, mv[kIlp] = {}, vv[kIlp] = {}, xv[kIlp] = {};
-#pragma unroll
-      for (int j = 0; j < kIlp; ++j) {
-        const std::int64_t i = base + j * kThreads;
-        if (i < length) {
-          pv[j] = p[i];
-          gv[j] = g[i];
-          mv[j] = m[i];
-          vv[j] = v[i];
-          if constexpr (kAmsgrad) xv[j] = vmax[i];
-        }
-      }
+      for_each_ilp(base, length, [&](int j, std::int64_t i) {
+        pv[j] = p[i];
+        gv[j] = g[i];
+        mv[j] = m[i];
+        vv[j] = v[i];
+        if constexpr (kAmsgrad) xv[j] = vmax[i];
+      });
 #pragma unroll
       for (int j = 0; j < kIlp; ++j) math::adam_step<kAmsgrad>(pv[j], gv[j], mv[j], vv[j], xv[j], s);
-#pragma unroll
-      for (int j = 0; j < kIlp; ++j) {
-        const std::int64_t i = base + j * kThreads;
-        if (i < length) {
-          p[i] = pv[j];
-          m[i] = mv[j];
-          v[i] = vv[j];
-          if constexpr (kAmsgrad) vmax[i] = xv[j];
-        }
-      }
+      for_each_ilp(base, length, [&](int j, std::int64_t i) {
+        p[i] = pv[j];
+        m[i] = mv[j];
+        v[i] = vv[j];
+        if constexpr (kAmsgrad) vmax[i] = xv[j];
+      });
     }
   });
 }

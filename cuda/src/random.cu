@@ -5,7 +5,6 @@
 
 #include <cstdint>
 #include <string>
-#include <type_traits>
 
 #include "element_types.cuh"
 #include "infini/cuda/random.h"
@@ -19,18 +18,11 @@ namespace {
 
 using detail::convert;
 
-// The significand digits of floating-point storage type T: the bits a uniform draw uses.
-template <class T>
-constexpr int digits_of = std::is_same_v<T, double>   ? 53
-                          : std::is_same_v<T, float>  ? 24
-                          : std::is_same_v<T, __half> ? 11
-                                                      : 8;
-
 template <class T>
 struct UniformSample {
   double low, high;
   __device__ T operator()(const math::Philox4& r) const {
-    return convert<T>(math::uniform_sample<digits_of<T>>(r, low, high));
+    return convert<T>(math::uniform_sample<math::significand_digits<T, __half>>(r, low, high));
   }
 };
 

@@ -24,7 +24,7 @@
 namespace infini::cuda {
 namespace {
 
-using detail::Joint;
+using detail::SharedShape;
 using detail::offsets_of;
 
 // Positions at or above which one thread per position keeps the device busy.
@@ -59,7 +59,7 @@ __device__ T combine(ScatterMode mode, T a, T v) {
 // 0, 1, 2); along dim there are n updates, self has `size` entries, and the arrays step ys,
 // ss and is.
 struct Scatter {
-  Joint<3> pos;
+  SharedShape<3> pos;
   std::int64_t positions, n, size, ys, ss, is;
 };
 
@@ -76,6 +76,30 @@ __global__ void scatter_positions_kernel(Scatter s, T* y, const T* src, const st
       *a = combine(mode, *a, src[o[1] + i * s.ss]);
     }
   }
+}
+
+// Sorted (key, value) pairs: entry j starts a run of equal keys when it is the first or its
+// key differs from the one before; the run ends at the first entry of another key (or count).
+__device__ inline bool starts_run(const std::uint64_t* keys, std::int64_t j) {
+  return j == 0 || keys[j - 1] != keys[j];
+}
+__device__ inline std::int64_t run_end(const std::uint64_t* keys, std::int64_t j, std::int64_t count) {
+  std::int64_t end = j + 1;
+  while (end < count && keys[end] == keys[j]) ++end;
+  return end;
+}
+
+// Applies the updates update(r) of the sorted run [j, end) to *a: the last one wins (Copy),
+// else they combine in order.
+template <class T, class Update>
+__device__ void apply_run(T* a, std::int64_t j, std::int64_t end, ScatterMode mode, Update update) {
+  if (mode == ScatterMode::Copy) {
+    *a = update(end - 1);
+    return;
+  }
+  T acc = *a;
+  for (std::int64_t r = j; r < end; ++r) acc = combine(mode, acc, update(r));
+  *a = acc;
 }
 
 // keys[i] = index along dim (wrapped), values[i] = i: the index of one slice (index is
@@ -96,20 +120,11 @@ __global__ void apply_slices_kernel(Scatter s, T* y, const T* src, const std::ui
   const std::int64_t total = s.n * s.positions;
   for (std::int64_t t = detail::first_index(); t < total; t += detail::grid_step()) {
     const std::int64_t j = t / s.positions, p = t - j * s.positions;
-    const std::uint64_t key = keys[j];
-    if (j > 0 && keys[j - 1] == key) continue;
+    if (!starts_run(keys, j)) continue;
     std::int64_t o[3];
     offsets_of(s.pos, p, o);
-    T* a = y + o[0] + static_cast<std::int64_t>(key) * s.ys;
-    std::int64_t end = j + 1;
-    while (end < s.n && keys[end] == key) ++end;
-    if (mode == ScatterMode::Copy) {  // the last update wins
-      *a = src[o[1] + values[end - 1] * s.ss];
-      continue;
-    }
-    T acc = *a;
-    for (std::int64_t r = j; r < end; ++r) acc = combine(mode, acc, src[o[1] + values[r] * s.ss]);
-    *a = acc;
+    T* a = y + o[0] + static_cast<std::int64_t>(keys[j]) * s.ys;
+    apply_run(a, j, run_end(keys, j, s.n), mode, [&](std::int64_t r) { return src[o[1] + values[r] * s.ss]; });
   }
 }
 
@@ -132,22 +147,14 @@ __global__ void apply_updates_kernel(Scatter s, T* y, const T* src, const std::u
                                      const std::int64_t* values, ScatterMode mode) {
   const std::int64_t total = s.n * s.positions;
   for (std::int64_t j = detail::first_index(); j < total; j += detail::grid_step()) {
-    const std::uint64_t key = keys[j];
-    if (j > 0 && keys[j - 1] == key) continue;
-    const std::int64_t p = static_cast<std::int64_t>(key) / s.size, k = static_cast<std::int64_t>(key) - p * s.size;
+    if (!starts_run(keys, j)) continue;
+    const auto key = static_cast<std::int64_t>(keys[j]);
+    const std::int64_t p = key / s.size, k = key - p * s.size;
     std::int64_t o[3];
     offsets_of(s.pos, p, o);
     T* a = y + o[0] + k * s.ys;
     const T* from = src + o[1];
-    std::int64_t end = j + 1;
-    while (end < total && keys[end] == key) ++end;
-    if (mode == ScatterMode::Copy) {
-      *a = from[(values[end - 1] - p * s.n) * s.ss];
-      continue;
-    }
-    T acc = *a;
-    for (std::int64_t r = j; r < end; ++r) acc = combine(mode, acc, from[(values[r] - p * s.n) * s.ss]);
-    *a = acc;
+    apply_run(a, j, run_end(keys, j, total), mode, [&](std::int64_t r) { return from[(values[r] - p * s.n) * s.ss]; });
   }
 }
 

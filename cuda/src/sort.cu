@@ -14,13 +14,13 @@
 namespace infini::cuda {
 namespace {
 
-using detail::Joint;
+using detail::SharedShape;
 using detail::SortKey;
 
 // Pair e = s * n + i (slice s, position i along dim): keys[e] = key of x's element there
 // (complemented when `complement`), values[e] = i. `at` walks x with dim last.
 template <class T>
-__global__ void slice_keys_kernel(Joint<1> at, std::int64_t total, std::int64_t n, bool complement, const T* x,
+__global__ void slice_keys_kernel(SharedShape<1> at, std::int64_t total, std::int64_t n, bool complement, const T* x,
                                   SortKey<T>* keys, std::int64_t* values) {
   for (std::int64_t e = detail::first_index(); e < total; e += detail::grid_step()) {
     std::int64_t o[1];
@@ -38,7 +38,7 @@ __global__ void segment_offsets_kernel(std::int64_t slices, std::int64_t n, std:
 
 // out at pair e = s * k + i (`at` walks out with dim last) = from[s * length + i]: the first
 // k entries of every slice of `length` entries.
-__global__ void take_kernel(Joint<1> at, std::int64_t total, std::int64_t k, std::int64_t length,
+__global__ void take_kernel(SharedShape<1> at, std::int64_t total, std::int64_t k, std::int64_t length,
                             const std::int64_t* from, std::int64_t* out) {
   for (std::int64_t e = detail::first_index(); e < total; e += detail::grid_step()) {
     std::int64_t o[1];
@@ -49,8 +49,8 @@ __global__ void take_kernel(Joint<1> at, std::int64_t total, std::int64_t k, std
 }
 
 // A contiguous 1-d walk over n elements.
-Joint<1> contiguous(std::int64_t n) {
-  Joint<1> at;
+SharedShape<1> contiguous(std::int64_t n) {
+  SharedShape<1> at;
   at.ndim = 1;
   at.sizes[0] = n;
   at.strides[0][0] = 1;
@@ -73,7 +73,7 @@ const std::int64_t* sorted_positions(const StridedArray& self, int dim, bool des
   K* keys_out = detail::scratch<K>(alloc, total);
   auto* values = detail::scratch<std::int64_t>(alloc, total);
   auto* values_out = detail::scratch<std::int64_t>(alloc, total);
-  const Joint<1> at = detail::joint_strides<1>({detail::dim_last(self, dim)});
+  const SharedShape<1> at = detail::joint_strides<1>({detail::dim_last(self, dim)});
   slice_keys_kernel<T><<<detail::blocks_for(total), detail::kThreads, 0, detail::stream()>>>(
       at, total, n, descending, static_cast<const T*>(self.data), keys, values);
   if (slices == 1) {
@@ -124,7 +124,7 @@ void sort(const StridedArray& indices, const StridedArray& self, int dim, bool d
   const std::int64_t* order = detail::visit(self.type, "sort", [&](auto tag) {
     return sorted_positions<typename decltype(tag)::type>(self, dim, descending, alloc);
   });
-  const Joint<1> out = detail::joint_strides<1>({detail::dim_last(indices, dim)});
+  const SharedShape<1> out = detail::joint_strides<1>({detail::dim_last(indices, dim)});
   take_kernel<<<detail::blocks_for(total), detail::kThreads, 0, detail::stream()>>>(
       out, total, n, n, order, static_cast<std::int64_t*>(indices.data));
   detail::after_launch("sort");
@@ -147,7 +147,7 @@ void topk(const StridedArray& indices, const StridedArray& self, int dim, std::i
     order = sort_each_slice(best, slices, k, n, alloc);
     length = k;
   }
-  const Joint<1> out = detail::joint_strides<1>({detail::dim_last(indices, dim)});
+  const SharedShape<1> out = detail::joint_strides<1>({detail::dim_last(indices, dim)});
   take_kernel<<<detail::blocks_for(total), detail::kThreads, 0, detail::stream()>>>(
       out, total, k, length, order, static_cast<std::int64_t*>(indices.data));
   detail::after_launch("topk");

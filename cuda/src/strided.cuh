@@ -1,5 +1,5 @@
-// Internal: helpers shared by the elementwise kernels over StridedArrays (host-side shape
-// work, device-side index math).
+// Internal: helpers shared by the elementwise and indexing kernels over StridedArrays
+// (host-side shape work, device-side index math).
 #pragma once
 
 #include <algorithm>
@@ -56,6 +56,44 @@ __device__ inline std::int64_t offset_of(const StridedArray& a, std::int64_t i) 
     i /= a.sizes[d];
   }
   return a.ndim > 0 ? offset + i * a.strides[0] : offset;
+}
+
+// N arrays of one shape (a kernel parameter): sizes and each array's strides, in elements.
+template <int N>
+struct SharedShape {
+  int ndim = 0;
+  std::int64_t sizes[kMaxDims] = {};
+  std::int64_t strides[N][kMaxDims] = {};
+};
+
+// The shape of arrays[0] (all must have it) with each array's strides.
+template <int N>
+SharedShape<N> shared_shape(const StridedArray* const (&arrays)[N]) {
+  SharedShape<N> s;
+  s.ndim = arrays[0]->ndim;
+  for (int d = 0; d < s.ndim; ++d) {
+    s.sizes[d] = arrays[0]->sizes[d];
+    for (int k = 0; k < N; ++k) s.strides[k][d] = arrays[k]->strides[d];
+  }
+  return s;
+}
+
+// off[k] = offset of the element with row-major index i in array k; the index is unravelled
+// once for all arrays.
+template <int N>
+__device__ inline void offsets_of(const SharedShape<N>& s, std::int64_t i, std::int64_t (&off)[N]) {
+#pragma unroll
+  for (int k = 0; k < N; ++k) off[k] = 0;
+  for (int d = s.ndim - 1; d > 0; --d) {
+    const std::int64_t q = i / s.sizes[d], r = i - q * s.sizes[d];
+#pragma unroll
+    for (int k = 0; k < N; ++k) off[k] += r * s.strides[k][d];
+    i = q;
+  }
+  if (s.ndim > 0) {
+#pragma unroll
+    for (int k = 0; k < N; ++k) off[k] += i * s.strides[k][0];
+  }
 }
 
 // Grid-stride loop bounds: for (i = first_index(); i < n; i += grid_step()).

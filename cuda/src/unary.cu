@@ -18,10 +18,7 @@
 namespace infini::cuda {
 namespace {
 
-using detail::compute_t;
-using detail::convert;
-using detail::is_nan;
-using detail::widen;
+using namespace detail;
 
 constexpr bool float_only(UnaryOp op) { return op >= UnaryOp::Exp && op < UnaryOp::PowScalar; }
 constexpr bool returns_bool(UnaryOp op) { return op >= UnaryOp::IsNan; }

@@ -12,13 +12,6 @@ module infini.kernels;
 namespace infini::kernels {
 namespace {
 
-// The significand digits of floating-point type T: the random bits a uniform draw uses.
-template <class T>
-constexpr int digits_of = std::is_same_v<T, double> ? 53
-                          : std::is_same_v<T, float> ? 24
-                          : std::is_same_v<T, Half>  ? 11
-                                                     : 8;
-
 template <class T>
 constexpr bool is_floating = std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, Half> ||
                              std::is_same_v<T, BFloat16>;
@@ -43,7 +36,7 @@ void uniform_cpu(const Tensor& out, double low, double high, PhiloxState state) 
     if constexpr (is_floating<T>) {
       T* data = static_cast<T*>(out.data_ptr());
       for_each_index(out.numel(), [&](std::int64_t i) {
-        data[i] = convert<T>(math::uniform_sample<digits_of<T>>(draw(state, i), low, high));
+        data[i] = convert<T>(math::uniform_sample<math::significand_digits<T, Half>>(draw(state, i), low, high));
       });
     } else {
       throw DTypeError("uniform_", concat("expected a floating-point tensor, got ", out.dtype()));

@@ -8,6 +8,7 @@
 // some multiply-adds, a last-bit difference).
 module;
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -97,17 +98,20 @@ void adam_loop(T* p, const T* g, T* m, T* v, T* vmax, std::int64_t n, const Adam
 }
 
 #if INFINI_HAS_CUDA
-// Runs fn(), turning a cuda::CudaError into a DeviceError from `op` on `device`.
-template <class Fn>
-void on_cuda(std::string_view op, Device device, Fn&& fn) {
+cuda::ElementType element_type(DataType dtype) { return static_cast<cuda::ElementType>(dtype); }
+
+// Runs update(p's element type, {tensor}, options, p's device), turning a cuda::CudaError into
+// a DeviceError from `op`.
+template <class Entry, class Options>
+void update_on_cuda(std::string_view op, const Tensor& p,
+                    void (*update)(cuda::ElementType, std::span<const Entry>, const Options&, int), const Entry& tensor,
+                    const Options& options) {
   try {
-    fn();
+    update(element_type(p.dtype()), {&tensor, 1}, options, p.device().index);
   } catch (const cuda::CudaError& e) {
-    throw DeviceError(op, concat("on ", device, ": ", e.what()));
+    throw DeviceError(op, concat("on ", p.device(), ": ", e.what()));
   }
 }
-
-cuda::ElementType element_type(DataType dtype) { return static_cast<cuda::ElementType>(dtype); }
 
 // The update of the contiguous CUDA tensors p (param), g (grad) and the momentum buffer.
 void sgd_cuda(const Tensor& p, const Tensor& g, const Tensor& buffer, const SGDUpdate& u) {
@@ -121,8 +125,7 @@ void sgd_cuda(const Tensor& p, const Tensor& g, const Tensor& buffer, const SGDU
                                  .weight_decay = u.weight_decay,
                                  .nesterov = u.nesterov,
                                  .first_momentum_step = u.first_momentum_step};
-  on_cuda("sgd_update_", p.device(),
-          [&] { cuda::sgd_update(element_type(p.dtype()), {&tensor, 1}, options, p.device().index); });
+  update_on_cuda("sgd_update_", p, &cuda::sgd_update, tensor, options);
 }
 
 void adam_cuda(const Tensor& p, const Tensor& g, const Tensor& exp_avg, const Tensor& exp_avg_sq,
@@ -142,8 +145,7 @@ void adam_cuda(const Tensor& p, const Tensor& g, const Tensor& exp_avg, const Te
                                   .decoupled_weight_decay = u.decoupled_weight_decay,
                                   .amsgrad = u.amsgrad,
                                   .grad_scale = u.grad_scale};
-  on_cuda("adam_update_", p.device(),
-          [&] { cuda::adam_update(element_type(p.dtype()), {&tensor, 1}, options, p.device().index); });
+  update_on_cuda("adam_update_", p, &cuda::adam_update, tensor, options);
 }
 #endif
 

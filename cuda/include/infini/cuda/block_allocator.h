@@ -200,25 +200,27 @@ class BlockAllocator {
 
   static bool is_free(const Block* b) { return b && !b->allocated && b->pending_events == 0; }
 
+  // Merges `next`, the block after `block` (both out of any pool), into block and deletes it.
+  static void absorb_next(Block* block, Block* next) {
+    block->size += next->size;
+    block->next = next->next;
+    if (next->next) next->next->prev = block;
+    delete next;
+  }
+
   // Puts a no longer used block back into its pool, merged with free neighbours.
   void release_block(Block* block) {
     Pool& pool = block->small ? small_ : large_;
     if (is_free(block->prev)) {
       Block* prev = block->prev;
       pool.erase(prev);
-      prev->size += block->size;
-      prev->next = block->next;
-      if (block->next) block->next->prev = prev;
-      delete block;
+      absorb_next(prev, block);
       block = prev;
     }
     if (is_free(block->next)) {
       Block* next = block->next;
       pool.erase(next);
-      block->size += next->size;
-      block->next = next->next;
-      if (next->next) next->next->prev = block;
-      delete next;
+      absorb_next(block, next);
     }
     pool.insert(block);
   }

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <numbers>
+#include <type_traits>
 
 #include "infini/math/host_device.h"
 #include "infini/math/philox.h"
@@ -38,6 +39,15 @@ INFINI_HD constexpr double unit_uniform(const Philox4& r) noexcept {
   if constexpr (Digits == 53) return uniform53(r);
   else return static_cast<double>(r.w[0] >> (32 - Digits)) / static_cast<double>(std::uint64_t{1} << Digits);
 }
+
+// The significand digits of floating-point storage type T, HalfT being the caller's float16
+// type: 53 double, 24 float, 11 float16, 8 bfloat16. A uniform draw into T takes that many
+// random bits.
+template <class T, class HalfT>
+inline constexpr int significand_digits = std::is_same_v<T, double>  ? 53
+                                          : std::is_same_v<T, float> ? 24
+                                          : std::is_same_v<T, HalfT> ? 11
+                                                                     : 8;
 
 // uniform_: low + u (high - low), u = unit_uniform<Digits>.
 template <int Digits>
