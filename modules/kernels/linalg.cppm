@@ -19,7 +19,8 @@ struct GemmKernel {
 // How float32 matrix products may compute, as torch.set_float32_matmul_precision:
 // kHighest (the default) in float32; kMedium with each operand rounded to bfloat16 and the
 // products summed in float32, where this CPU has a unit that does that faster (AMX-BF16),
-// in float32 elsewhere. Process-wide; float64 products are never affected.
+// in float32 elsewhere, and on CUDA on TF32 tensor cores (operands with a 10-bit mantissa,
+// float32 sums). Process-wide; float64 products are never affected.
 enum class MatmulPrecision { kHighest, kMedium };
 void set_float32_matmul_precision(MatmulPrecision precision);
 MatmulPrecision float32_matmul_precision();

@@ -1,4 +1,5 @@
-// Byte copies between devices: memcpy on the host, cudaMemcpy through cuda/ otherwise.
+// Byte copies between devices (memcpy on the host, cudaMemcpy through cuda/ otherwise) and
+// waiting for a device.
 module;
 #include <cstdint>
 #include <cstring>
@@ -27,6 +28,21 @@ void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device
 #else
   throw DeviceError("copy", concat("cannot copy from ", src_device, " to ", dst_device,
                                    ": this build of Infini has no CUDA backend"));
+#endif
+}
+
+void synchronize(Device device) {
+  if (device.is_cpu()) return;
+#if INFINI_HAS_CUDA
+  if (device.index < 0 || device.index >= cuda_device_count())
+    throw DeviceError("synchronize", concat("cannot use ", device, ": ", cuda_device_count(), " CUDA device(s) available"));
+  try {
+    cuda::synchronize(device.index);
+  } catch (const cuda::CudaError& e) {
+    throw DeviceError("synchronize", concat("on ", device, ": ", e.what()));
+  }
+#else
+  throw DeviceError("synchronize", concat("cannot use ", device, ": this build of Infini has no CUDA backend"));
 #endif
 }
 

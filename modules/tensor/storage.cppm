@@ -28,6 +28,9 @@ int cuda_device_count() noexcept;
 // Whether this build of Infini has the CUDA backend (it may still find no device).
 bool cuda_is_built() noexcept;
 bool cuda_is_available() noexcept;
+// Waits until the work issued on `device` so far has finished (nothing to wait for on the
+// CPU), like torch.cuda.synchronize; a kernel's asynchronous fault is raised here.
+void synchronize(Device device);
 
 class Storage {
  public:

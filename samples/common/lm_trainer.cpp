@@ -140,23 +140,6 @@ std::string format(const char* fmt, auto... values) {
 // The device the model trains on (prepare_run checked that it exists).
 Device train_device(const TrainFlags& f) { return f.device == "cuda" ? Device::cuda(0) : Device::cpu(); }
 
-// Waits for the work queued on the device so far, so that the clock read next covers it (on
-// the CPU every op has finished when it returns: nothing to wait for). Infini issues a
-// device's kernels and copies in order on one stream and item() copies its value back after
-// them, so reading one value back is the wait.
-class DeviceWait {
- public:
-  explicit DeviceWait(Device device) {
-    if (device.is_cuda()) marker_ = zeros({1}, {.dtype = kFloat32, .device = device});
-  }
-  void operator()() const {
-    if (marker_.defined()) (void)marker_.item<float>();
-  }
-
- private:
-  Tensor marker_;  // one float on the device; undefined on the CPU
-};
-
 // AdamW with weight decay on matrices and embeddings only (dim >= 2), like llm.c's
 // train_gpt2.py; biases and norm weights are not decayed. Under ZeRO-1 it updates this
 // rank's pieces of the parameters (`zero`), each decayed as its parameter is.
@@ -398,7 +381,6 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
   };
   // Each clock reading below follows a wait for the device: times cover its work, not only
   // the launches (validation, sampling and saving end by reading results back).
-  const DeviceWait wait_for_device(device);
   const std::int64_t first_step = state.step;
   for (std::int64_t step = first_step; step < f.num_iteration; ++step) {
     model.train();
@@ -427,7 +409,7 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
       loss_sum += loss.item<double>();  // on a GPU, waits for the forward pass
       const auto t1 = Clock::now();
       div(loss, static_cast<double>(micro_steps)).backward();
-      wait_for_device();
+      synchronize(device);
       forward_ms += std::chrono::duration<double, std::milli>(t1 - t0).count();
       backward_ms += std::chrono::duration<double, std::milli>(Clock::now() - t1).count();
     }
@@ -442,7 +424,7 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
     optimizer->scaled_step(f.grad_clip > 0 ? optim::clip_coefficient(norm, f.grad_clip) : 1.0);
     if (zero) ddp->reducer().all_gather_parameters().wait();  // every rank's updated blocks
     schedule->step();
-    wait_for_device();  // the update
+    synchronize(device);  // the update: the clock read next covers the GPU's work
     const auto end = Clock::now();
     const double ms = std::chrono::duration<double, std::milli>(end - start).count();
     const double optimizer_ms = std::chrono::duration<double, std::milli>(end - t_update).count();

@@ -32,6 +32,25 @@ TEST(Cuda, MissingDeviceThrowsDeviceError) {
   }
   EXPECT_THROW(arange(4).to(Device::cuda(99)), DeviceError);
   EXPECT_THROW(memory_stats(Device::cuda(99)), DeviceError);
+  try {
+    synchronize(Device::cuda(99));
+    ADD_FAILURE() << "expected DeviceError";
+  } catch (const DeviceError& e) {
+    EXPECT_EQ(e.op(), "synchronize");
+    EXPECT_NE(std::string(e.what()).find("cuda:99"), std::string::npos) << e.what();
+  }
+  synchronize(Device::cpu());  // nothing to wait for
+}
+
+TEST(Cuda, SynchronizeWaitsForTheKernels) {
+  REQUIRE_CUDA();
+  const Device gpu = Device::cuda(0);
+  Tensor big = empty({1 << 24}, {.dtype = kFloat32, .device = gpu});
+  big.fill_(1.5);
+  synchronize(gpu);
+  const MemoryStats stats = memory_stats(gpu);
+  EXPECT_GE(stats.allocated_bytes, std::int64_t{4} << 24);
+  EXPECT_EQ(big.narrow(0, (1 << 24) - 1, 1).item<float>(), 1.5f);
 }
 
 TEST(Cuda, RoundTripKeepsValues) {

@@ -2,8 +2,9 @@
 // (PyTorch's single-tensor formulas, see fused_update.cpp), in place and without autograd
 // history, bumping the versions of the tensors written as any in-place op does. Usable on
 // their own, e.g. on the shards of a distributed optimizer.
-// Requirements (Error otherwise): CPU tensors, param floating point, grad and state
-// tensors of the param's shape and dtype, state tensors contiguous. A non-contiguous param
+// Requirements (Error otherwise): every tensor on the param's device (CPU or CUDA), param
+// floating point, grad and state tensors of the param's shape and dtype, state tensors
+// contiguous. A non-contiguous param
 // is updated through a contiguous copy that is copied back; float16/bfloat16 are computed
 // in float32 and rounded to the storage type wherever PyTorch's ops store a value.
 module;
