@@ -6,6 +6,8 @@ module;
 #include <cstdint>
 #include <type_traits>
 #include <vector>
+
+#include "../destination_groups.h"
 module infini.kernels;
 
 namespace infini::kernels {
@@ -77,12 +79,9 @@ void scatter_add_dim_cpu(const Tensor& out, const Tensor& in, std::int64_t dim,
   for (std::int64_t d = 0; d < dim; ++d) outer *= shape[d];
   for (std::int64_t d = dim + 1; d < in.dim(); ++d) inner *= shape[d];
   const std::int64_t m = shape[dim], n = out.shape()[dim];
-  // sources[starts[i] .. starts[i + 1]): the j with index[j] == i, ascending
-  std::vector<std::int64_t> starts(static_cast<std::size_t>(n + 1), 0), sources(static_cast<std::size_t>(m));
-  for (std::int64_t i : index) ++starts[i + 1];
-  for (std::int64_t i = 0; i < n; ++i) starts[i + 1] += starts[i];
-  std::vector<std::int64_t> cursor(starts.begin(), starts.end() - 1);
-  for (std::int64_t j = 0; j < m; ++j) sources[cursor[index[j]]++] = j;
+  const DestinationGroups groups = group_by_destination(index, n);
+  const std::vector<std::int64_t>& starts = groups.starts;
+  const std::vector<std::int64_t>& sources = groups.sources;
   const std::int64_t lanes = (inner + kLanes - 1) / kLanes;
   const std::int64_t rows = outer * n, rows_per_task = std::max<std::int64_t>(1, kLanes / inner);
   const std::int64_t tasks = (rows + rows_per_task - 1) / rows_per_task * lanes;

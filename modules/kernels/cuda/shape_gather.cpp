@@ -8,6 +8,7 @@ module;
 
 #include "infini/cuda/cuda.h"
 #include "infini/cuda/index.h"
+#include "../destination_groups.h"
 module infini.kernels;
 import :cuda_arrays;
 
@@ -45,15 +46,12 @@ void scatter_add_dim_cuda(const Tensor& out, const Tensor& in, std::int64_t dim,
   for (std::int64_t d = 0; d < dim; ++d) outer *= shape[d];
   for (std::int64_t d = dim + 1; d < in.dim(); ++d) inner *= shape[d];
   const std::int64_t m = shape[dim], n = out.shape()[dim];
-  std::vector<std::int64_t> starts(static_cast<std::size_t>(n + 1), 0), sources(static_cast<std::size_t>(m));
-  for (std::int64_t i : index) ++starts[i + 1];
-  for (std::int64_t i = 0; i < n; ++i) starts[i + 1] += starts[i];
-  std::vector<std::int64_t> cursor(starts.begin(), starts.end() - 1);
-  for (std::int64_t j = 0; j < m; ++j) sources[cursor[index[j]]++] = j;
+  const DestinationGroups groups = group_by_destination(index, n);
   const Tensor table = empty({n + 1 + m}, {.dtype = kInt64, .device = out.device()});
   run("scatter_add_dim", out.device(), [&] {
-    cuda::scatter_add_dim(out.data_ptr(), in.data_ptr(), element_type(out.dtype()), outer, m, n, inner, starts.data(),
-                          sources.data(), table.data_ptr<std::int64_t>(), out.device().index);
+    cuda::scatter_add_dim(out.data_ptr(), in.data_ptr(), element_type(out.dtype()), outer, m, n, inner,
+                          groups.starts.data(), groups.sources.data(), table.data_ptr<std::int64_t>(),
+                          out.device().index);
   });
 }
 
