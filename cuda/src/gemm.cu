@@ -14,6 +14,7 @@
 #include <string>
 
 #include "check.cuh"
+#include "element_types.cuh"
 #include "infini/cuda/linalg.h"
 #include "launch.cuh"
 #include "strided.cuh"
@@ -98,17 +99,36 @@ void set_preference(cublasLtMatmulPreference_t preference, cublasLtMatmulPrefere
   check_status(cublasLtMatmulPreferenceSetAttribute(preference, attribute, &value, sizeof(value)), what);
 }
 
+// How cuBLASLt stores and computes an element type: float16/bfloat16 operands and results
+// with float32 products, sums and alpha/beta.
+struct Types {
+  cudaDataType_t data;
+  cublasComputeType_t compute;
+  cudaDataType_t scale;
+  std::int64_t item;  // bytes per element
+};
+
+Types types_of(const GemmProblem& p) {
+  switch (p.type) {
+    case ElementType::F64: return {CUDA_R_64F, CUBLAS_COMPUTE_64F, CUDA_R_64F, 8};
+    case ElementType::F32:
+      return {CUDA_R_32F, p.allow_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUDA_R_32F, 4};
+    case ElementType::BF16: return {CUDA_R_16BF, CUBLAS_COMPUTE_32F, CUDA_R_32F, 2};
+    case ElementType::F16: return {CUDA_R_16F, CUBLAS_COMPUTE_32F, CUDA_R_32F, 2};
+    default: throw CudaError("matmul: the CUDA GEMM computes float64, float32, bfloat16 and float16");
+  }
+}
+
 // One cublasLtMatmul over batch <= INT_MAX products.
 void lt_matmul(const LtContext& lt, const GemmProblem& p, std::int64_t batch) {
+  const Types t = types_of(p);
   const bool f64 = p.type == ElementType::F64;
-  const cudaDataType_t data_type = f64 ? CUDA_R_64F : CUDA_R_32F;
-  const cublasComputeType_t compute =
-      f64 ? CUBLAS_COMPUTE_64F : (p.allow_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F);
-  const std::int64_t item = f64 ? 8 : 4;
+  const cudaDataType_t data_type = t.data;
+  const std::int64_t item = t.item;
   const auto count = static_cast<std::int32_t>(batch);
 
   Descriptors d;
-  check_status(cublasLtMatmulDescCreate(&d.op, compute, data_type), "cublasLtMatmulDescCreate");
+  check_status(cublasLtMatmulDescCreate(&d.op, t.compute, t.scale), "cublasLtMatmulDescCreate");
   // cuBLAS's A is b: row-major b (k, n) is column-major (n, k) as it stands, a column-major
   // b is read transposed. Likewise cuBLAS's B is a.
   const cublasOperation_t trans_a = p.b.col_major ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -137,6 +157,13 @@ void lt_matmul(const LtContext& lt, const GemmProblem& p, std::int64_t batch) {
                  "cublasLtMatmulPreferenceSetAttribute(ALIGNMENT_C)");
   set_preference(d.preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, out_alignment,
                  "cublasLtMatmulPreferenceSetAttribute(ALIGNMENT_D)");
+  // 16-bit results: split-K partial sums stay in float32 (in the workspace), so each
+  // element is rounded once, as on the CPU; in-place or output-type reductions would
+  // round every partial sum to 16 bits.
+  if (item == 2)
+    set_preference(d.preference, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK,
+                   std::uint32_t{CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE},
+                   "cublasLtMatmulPreferenceSetAttribute(REDUCTION_SCHEME_MASK)");
 
   // The heuristic's first choice: a fixed function of the problem and the GPU, and every
   // cuBLASLt reduction scheme keeps a fixed order, so results are reproducible.
@@ -157,34 +184,35 @@ void lt_matmul(const LtContext& lt, const GemmProblem& p, std::int64_t batch) {
                "cublasLtMatmul");
 }
 
-// out[i] = beta * out[i] for i < n; beta == 0 writes zeros whatever out held.
-template <class T>
-__global__ void scale_kernel(T* out, std::int64_t n, T beta) {
+// out[i] = beta * out[i] for i < n, computed in C (float for 16-bit T) and rounded once;
+// beta == 0 writes zeros whatever out held.
+template <class T, class C>
+__global__ void scale_kernel(T* out, std::int64_t n, C beta) {
   for (std::int64_t i = detail::first_index(); i < n; i += detail::grid_step())
-    out[i] = beta == 0 ? T(0) : beta * out[i];
+    out[i] = detail::convert<T>(beta == 0 ? C(0) : beta * detail::widen(out[i]));
 }
 
 }  // namespace
 
 void gemm(const GemmProblem& problem, int device) {
-  if (problem.type != ElementType::F32 && problem.type != ElementType::F64)
-    throw CudaError("matmul: the CUDA GEMM computes float32 and float64");
+  const std::int64_t item = types_of(problem).item;
   if (problem.batch == 0 || problem.m == 0 || problem.n == 0) return;
   detail::use_device(device);
   if (problem.k == 0) {  // empty sums: out = beta * out
     const std::int64_t n = problem.batch * problem.m * problem.n;
-    if (problem.type == ElementType::F64)
-      scale_kernel<<<detail::blocks_for(n), detail::kThreads, 0, detail::stream()>>>(static_cast<double*>(problem.out),
-                                                                                     n, problem.beta);
-    else
-      scale_kernel<<<detail::blocks_for(n), detail::kThreads, 0, detail::stream()>>>(
-          static_cast<float*>(problem.out), n, static_cast<float>(problem.beta));
+    detail::visit(problem.type, "matmul", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      if constexpr (detail::is_float_compute<T>) {
+        using C = detail::compute_t<T>;
+        scale_kernel<<<detail::blocks_for(n), detail::kThreads, 0, detail::stream()>>>(static_cast<T*>(problem.out), n,
+                                                                                       static_cast<C>(problem.beta));
+      }
+    });
     detail::after_launch("matmul");
     return;
   }
   const LtContext& lt = context(device);
   // cuBLASLt counts a batch in int32: larger batches run in chunks.
-  const std::int64_t item = problem.type == ElementType::F64 ? 8 : 4;
   for (std::int64_t start = 0; start < problem.batch; start += INT_MAX) {
     GemmProblem chunk = problem;
     chunk.a.data = static_cast<const char*>(problem.a.data) + start * problem.a.batch_stride * item;

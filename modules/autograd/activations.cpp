@@ -117,6 +117,7 @@ Tensor glu(const Tensor& x, std::int64_t dim) {
 }
 
 Tensor prelu(const Tensor& x, const Tensor& weight) {
+  if (const AutocastRegion cast(CastPolicy::kLowerPrecision, x); cast) return prelu(cast(x), cast(weight));
   check_floating("prelu", x);
   if (weight.dtype() != x.dtype())
     throw DTypeError("prelu", concat("weight of type ", weight.dtype(), " must have the input's type ", x.dtype()));

@@ -9,6 +9,9 @@ namespace infini {
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                     const std::optional<Tensor>& attn_mask, double dropout_p, bool is_causal,
                                     std::optional<double> scale, Generator* generator) {
+  if (const AutocastRegion cast(CastPolicy::kLowerPrecision, q); cast)
+    return scaled_dot_product_attention(cast(q), cast(k), cast(v), cast(attn_mask), dropout_p, is_causal, scale,
+                                        generator);
   constexpr auto op = "scaled_dot_product_attention";
   if (attn_mask && is_causal) throw Error(op, "pass either attn_mask or is_causal, not both");
   if (dropout_p < 0 || dropout_p >= 1) throw Error(op, concat("dropout_p must be in [0, 1), got ", dropout_p));

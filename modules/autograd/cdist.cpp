@@ -11,6 +11,7 @@ module infini.autograd;
 namespace infini {
 
 Tensor cdist(const Tensor& x1, const Tensor& x2, double p) {
+  if (const AutocastRegion cast(CastPolicy::kFloat32, x1); cast) return cdist(cast(x1), cast(x2), p);
   constexpr std::string_view op = "cdist";
   if (!x1.defined() || !x2.defined()) throw Error(op, "x1 and x2 must be defined tensors");
   if (x1.dim() < 2 || x2.dim() < 2)

@@ -132,6 +132,8 @@ Tensor convolve(std::string_view op, const Tensor& xb, const Tensor& weight, con
 
 Tensor convolution(std::string_view op, const Tensor& x, const Tensor& weight, const Tensor& bias, const Ints& stride,
                    const Ints& padding, const Ints& dilation, std::int64_t groups) {
+  if (const AutocastRegion cast(CastPolicy::kLowerPrecision, x); cast)
+    return convolution(op, cast(x), cast(weight), cast(bias), stride, padding, dilation, groups);
   const std::size_t dims = stride.size();
   check_operands(op, x, weight, bias, dims);
   bool unbatched = false;
@@ -162,6 +164,9 @@ Tensor spread(const Tensor& x, std::int64_t dim, std::int64_t stride) {
 Tensor transposed_convolution(std::string_view op, const Tensor& x, const Tensor& weight, const Tensor& bias,
                               const Ints& stride, const Ints& padding, const Ints& output_padding, std::int64_t groups,
                               const Ints& dilation) {
+  if (const AutocastRegion cast(CastPolicy::kLowerPrecision, x); cast)
+    return transposed_convolution(op, cast(x), cast(weight), cast(bias), stride, padding, output_padding, groups,
+                                  dilation);
   const std::size_t dims = stride.size();
   check_operands(op, x, weight, bias, dims);
   bool unbatched = false;

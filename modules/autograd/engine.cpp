@@ -280,8 +280,10 @@ std::vector<Pending> starts_of(const std::vector<Edge>& roots, const TensorList&
   return starts;
 }
 
-// Runs a pass with grad mode restored afterwards, also when it throws.
+// Runs a pass with grad mode restored afterwards, also when it throws, and autocast off
+// (each backward computes in the dtypes its forward saw).
 TensorList run_guarded(std::vector<Pending> starts, const PassOptions& options) {
+  const AutocastSuspension no_autocast;
   const bool previous = GradMode::is_enabled();
   TensorList result;
   try {

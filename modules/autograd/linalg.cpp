@@ -35,6 +35,11 @@ struct Operand {
 //   da = alpha * g @ b^T, db = alpha * a^T @ g, each summed over the batch dims its
 //   operand was broadcast along; dbias = beta * g summed to bias's shape.
 Tensor product(const Tensor& a, const Tensor& b, const kernels::MatmulOptions& o) {
+  if (const AutocastRegion cast(CastPolicy::kLowerPrecision, a); cast) {
+    kernels::MatmulOptions lowered = o;
+    lowered.bias = cast(o.bias);
+    return product(cast(a), cast(b), lowered);
+  }
   Tensor y = kernels::matmul(a, b, o);
   const TensorList inputs = o.bias.defined() ? TensorList{a, b, o.bias} : TensorList{a, b};
   if (!any_needs_grad(inputs)) return y;
@@ -111,6 +116,8 @@ Tensor outer(const Tensor& a, const Tensor& b) {
 
 Tensor baddbmm(const Tensor& input, const Tensor& batch1, const Tensor& batch2, const Scalar& beta,
                const Scalar& alpha) {
+  if (const AutocastRegion cast(CastPolicy::kLowerPrecision, batch1); cast)
+    return baddbmm(cast(input), cast(batch1), cast(batch2), beta, alpha);
   expect_dims("baddbmm", batch1, 3, batch2, 3);
   if (batch1.shape()[0] != batch2.shape()[0])
     throw ShapeError("baddbmm", concat("batch sizes differ: shapes ", batch1.shape(), " and ", batch2.shape()));
@@ -121,6 +128,7 @@ Tensor baddbmm(const Tensor& input, const Tensor& batch1, const Tensor& batch2, 
 // y = x @ weight^T + bias. Backward: dx = g @ weight, dweight = g^T @ x over all rows of
 // x (one (out, rows) @ (rows, in) product), dbias = g summed to bias's shape.
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  if (const AutocastRegion cast(CastPolicy::kLowerPrecision, x); cast) return linear(cast(x), cast(weight), cast(bias));
   if (weight.dim() != 2 || x.dim() == 0 || x.shape().back() != weight.shape()[1])
     throw ShapeError("linear", concat("input of shape ", x.shape(), " does not fit weight of shape ", weight.shape(),
                                       " (expected weight (out_features, in_features), input (*, in_features))"));

@@ -40,6 +40,8 @@ void check_operands(std::string_view op, const Tensor& input, const Tensor& a, c
 
 // input (broadcast to (m, n)) + mat1 (m, k) @ mat2 (k, n): baddbmm on (1, m, k) @ (1, k, n).
 Tensor addmm(const Tensor& input, const Tensor& mat1, const Tensor& mat2, const Scalar& beta, const Scalar& alpha) {
+  if (const AutocastRegion cast(CastPolicy::kLowerPrecision, mat1); cast)
+    return addmm(cast(input), cast(mat1), cast(mat2), beta, alpha);
   constexpr std::string_view op = "addmm";
   expect_dims(op, "mat1 and mat2", mat1, 2, mat2, 2);
   if (mat1.shape()[1] != mat2.shape()[0])
@@ -52,6 +54,8 @@ Tensor addmm(const Tensor& input, const Tensor& mat1, const Tensor& mat2, const 
 // input (broadcast to (m)) + mat (m, k) @ vec (k): baddbmm on (1, m, k) @ (1, k, 1), input as
 // a column (m, 1).
 Tensor addmv(const Tensor& input, const Tensor& mat, const Tensor& vec, const Scalar& beta, const Scalar& alpha) {
+  if (const AutocastRegion cast(CastPolicy::kLowerPrecision, mat); cast)
+    return addmv(cast(input), cast(mat), cast(vec), beta, alpha);
   constexpr std::string_view op = "addmv";
   expect_dims(op, "mat and vec", mat, 2, vec, 1);
   const std::int64_t m = mat.shape()[0];
@@ -67,6 +71,8 @@ Tensor addmv(const Tensor& input, const Tensor& mat, const Tensor& vec, const Sc
 // batch1 as (m, b * k) @ batch2 as (b * k, n): one product.
 Tensor addbmm(const Tensor& input, const Tensor& batch1, const Tensor& batch2, const Scalar& beta,
               const Scalar& alpha) {
+  if (const AutocastRegion cast(CastPolicy::kLowerPrecision, batch1); cast)
+    return addbmm(cast(input), cast(batch1), cast(batch2), beta, alpha);
   constexpr std::string_view op = "addbmm";
   expect_dims(op, "batch1 and batch2", batch1, 3, batch2, 3);
   const std::int64_t b = batch1.shape()[0], m = batch1.shape()[1], k = batch1.shape()[2], n = batch2.shape()[2];

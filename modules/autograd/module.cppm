@@ -13,3 +13,4 @@ export import :attention;
 export import :indexing;
 export import :linalg;
 export import :conv;
+export import :autocast;

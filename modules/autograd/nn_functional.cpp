@@ -16,6 +16,12 @@ module infini.autograd;
 namespace infini {
 namespace {
 
+// options with its class weights cast by an autocast region.
+CrossEntropyOptions float32_options(const AutocastRegion& cast, CrossEntropyOptions options) {
+  options.weight = cast(options.weight);
+  return options;
+}
+
 void check_floating(std::string_view op, const Tensor& x) {
   if (!is_floating_point(x.dtype())) throw DTypeError(op, concat("expected a floating-point input, got ", x.dtype()));
 }
@@ -173,6 +179,7 @@ Tensor binary_cross_entropy_terms(const Tensor& p, const Tensor& t) {
 }  // namespace
 
 Tensor softmax(const Tensor& x, std::int64_t dim) {
+  if (const AutocastRegion cast(CastPolicy::kFloat32, x); cast) return softmax(cast(x), dim);
   check_floating("softmax", x);
   dim = wrap_dim("softmax", dim, x.dim());
   const Tensor e = exp(sub(x, row_max(x, dim)));
@@ -180,6 +187,7 @@ Tensor softmax(const Tensor& x, std::int64_t dim) {
 }
 
 Tensor log_softmax(const Tensor& x, std::int64_t dim) {
+  if (const AutocastRegion cast(CastPolicy::kFloat32, x); cast) return log_softmax(cast(x), dim);
   check_floating("log_softmax", x);
   dim = wrap_dim("log_softmax", dim, x.dim());
   const Tensor shifted = sub(x, row_max(x, dim));
@@ -187,6 +195,8 @@ Tensor log_softmax(const Tensor& x, std::int64_t dim) {
 }
 
 Tensor nll_loss(const Tensor& input, const Tensor& target, const CrossEntropyOptions& options) {
+  if (const AutocastRegion cast(CastPolicy::kFloat32, input); cast)
+    return nll_loss(cast(input), target, float32_options(cast, options));
   check_floating("nll_loss", input);
   if (is_floating_point(target.dtype()) || target.dtype() == kBool)
     throw DTypeError("nll_loss", concat("target must hold class indices (int64), got ", target.dtype()));
@@ -232,6 +242,8 @@ Tensor nll_loss(const Tensor& input, const Tensor& target, const CrossEntropyOpt
 }
 
 Tensor cross_entropy(const Tensor& input, const Tensor& target, const CrossEntropyOptions& options) {
+  if (const AutocastRegion cast(CastPolicy::kFloat32, input); cast)
+    return cross_entropy(cast(input), cast(target), float32_options(cast, options));
   check_floating("cross_entropy", input);
   if (options.reduction == Reduction::BatchMean) reject_batch_mean("cross_entropy");  // before nll_loss sees it
   if (options.label_smoothing < 0 || options.label_smoothing > 1)
@@ -289,12 +301,16 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const CrossEntro
 }
 
 Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
+  if (const AutocastRegion cast(CastPolicy::kFloat32, input); cast)
+    return mse_loss(cast(input), cast(target), reduction);
   check_same_shape("mse_loss", input, target);
   const Tensor d = sub(input, target);
   return reduce("mse_loss", mul(d, d), reduction);
 }
 
 Tensor l1_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
+  if (const AutocastRegion cast(CastPolicy::kFloat32, input); cast)
+    return l1_loss(cast(input), cast(target), reduction);
   check_same_shape("l1_loss", input, target);
   return reduce("l1_loss", abs(sub(input, target)), reduction);
 }
@@ -302,6 +318,8 @@ Tensor l1_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
 // Both branches are compositions: the gradient is d / beta inside and sign(d) from
 // |d| = beta on, PyTorch's smooth_l1_backward.
 Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, Reduction reduction, double beta) {
+  if (const AutocastRegion cast(CastPolicy::kFloat32, input); cast)
+    return smooth_l1_loss(cast(input), cast(target), reduction, beta);
   check_same_shape("smooth_l1_loss", input, target);
   check_floating("smooth_l1_loss", input);
   if (!(beta >= 0)) throw Error("smooth_l1_loss", concat("beta must be >= 0, got ", beta));
@@ -314,6 +332,8 @@ Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, Reduction reduc
 
 // The gradient is d inside and delta sign(d) from |d| = delta on (huber_backward).
 Tensor huber_loss(const Tensor& input, const Tensor& target, Reduction reduction, double delta) {
+  if (const AutocastRegion cast(CastPolicy::kFloat32, input); cast)
+    return huber_loss(cast(input), cast(target), reduction, delta);
   check_same_shape("huber_loss", input, target);
   check_floating("huber_loss", input);
   if (!(delta > 0)) throw Error("huber_loss", concat("delta must be > 0, got ", delta));
@@ -327,6 +347,8 @@ Tensor huber_loss(const Tensor& input, const Tensor& target, Reduction reduction
 // PyTorch's, the loss is NaN where t = 0 meets input = -inf, and the gradient w.r.t. the
 // target is NaN at t = 0 (log t's derivative); input and target broadcast.
 Tensor kl_div(const Tensor& input, const Tensor& target, Reduction reduction, bool log_target) {
+  if (const AutocastRegion cast(CastPolicy::kFloat32, input); cast)
+    return kl_div(cast(input), cast(target), reduction, log_target);
   if (!is_floating_point(input.dtype()) || !is_floating_point(target.dtype()))
     throw DTypeError("kl_div", concat("expected floating-point input and target, got ", input.dtype(), " and ",
                                       target.dtype()));
@@ -340,6 +362,8 @@ Tensor kl_div(const Tensor& input, const Tensor& target, Reduction reduction, bo
 
 Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const std::optional<Tensor>& weight,
                             Reduction reduction) {
+  if (const AutocastRegion cast(CastPolicy::kFloat32, input); cast)
+    return binary_cross_entropy(cast(input), cast(target), cast(weight), reduction);
   check_same_shape("binary_cross_entropy", input, target);
   check_floating("binary_cross_entropy", input);
   {
@@ -355,6 +379,8 @@ Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const std
 
 Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target, const std::optional<Tensor>& weight,
                                         Reduction reduction, const std::optional<Tensor>& pos_weight) {
+  if (const AutocastRegion cast(CastPolicy::kFloat32, input); cast)
+    return binary_cross_entropy_with_logits(cast(input), cast(target), cast(weight), reduction, cast(pos_weight));
   check_same_shape("binary_cross_entropy_with_logits", input, target);
   check_floating("binary_cross_entropy_with_logits", input);
   // loss = (1 - t) x + (1 + (pw - 1) t) * log(1 + exp(-x))
@@ -367,6 +393,8 @@ Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& targe
 
 Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const std::optional<Tensor>& weight,
                   const std::optional<Tensor>& bias, double eps) {
+  if (const AutocastRegion cast(CastPolicy::kFloat32, x); cast)
+    return layer_norm(cast(x), normalized_shape, cast(weight), cast(bias), eps);
   const std::vector<std::int64_t> dims = normalized_dims("layer_norm", x, normalized_shape, weight, bias);
   const Tensor centered = sub(x, mean(x, dims, true));
   const Tensor variance = mean(mul(centered, centered), dims, true);
@@ -378,6 +406,8 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const std::opt
 
 Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const std::optional<Tensor>& weight,
                 std::optional<double> eps) {
+  if (const AutocastRegion cast(CastPolicy::kFloat32, x); cast)
+    return rms_norm(cast(x), normalized_shape, cast(weight), eps);
   const std::vector<std::int64_t> dims = normalized_dims("rms_norm", x, normalized_shape, weight, {});
   // PyTorch's default: the machine epsilon of the type it computes in (float32 for 16-bit floats).
   const double default_eps = x.dtype() == kFloat64 ? std::numeric_limits<double>::epsilon()
@@ -389,6 +419,8 @@ Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const std::optio
 Tensor batch_norm(const Tensor& x, const std::optional<Tensor>& running_mean, const std::optional<Tensor>& running_var,
                   const std::optional<Tensor>& weight, const std::optional<Tensor>& bias, bool training,
                   double momentum, double eps) {
+  if (const AutocastRegion cast(CastPolicy::kFloat32, x); cast)
+    return batch_norm(cast(x), running_mean, running_var, cast(weight), cast(bias), training, momentum, eps);
   check_floating("batch_norm", x);
   if (x.dim() < 2) throw ShapeError("batch_norm", concat("expected an (N, C, ...) input, got shape ", x.shape()));
   const std::int64_t channels = x.shape()[1];
@@ -430,6 +462,8 @@ Tensor batch_norm(const Tensor& x, const std::optional<Tensor>& running_mean, co
 
 Tensor group_norm(const Tensor& x, std::int64_t num_groups, const std::optional<Tensor>& weight,
                   const std::optional<Tensor>& bias, double eps) {
+  if (const AutocastRegion cast(CastPolicy::kFloat32, x); cast)
+    return group_norm(cast(x), num_groups, cast(weight), cast(bias), eps);
   check_floating("group_norm", x);
   if (x.dim() < 2) throw ShapeError("group_norm", concat("expected an (N, C, ...) input, got shape ", x.shape()));
   const std::int64_t channels = x.shape()[1];

@@ -268,6 +268,7 @@ Tensor prod(const Tensor& x, const std::vector<std::int64_t>& dims, bool keepdim
 }
 
 Tensor logsumexp(const Tensor& x, const std::vector<std::int64_t>& dims, bool keepdim) {
+  if (const AutocastRegion cast(CastPolicy::kFloat32, x); cast) return logsumexp(cast(x), dims, keepdim);
   const Mask mask = kernels::reduction_mask("logsumexp", dims, x.dim());
   Tensor y = kernels::reduce(ReduceOp::LogSumExp, x, dims, keepdim);
   // d/dx_i = exp(x_i - y): the softmax of the group.

@@ -80,28 +80,24 @@ Tensor matmul(const Tensor& a, const Tensor& b, const MatmulOptions& o) {
     throw ShapeError(o.op, concat("the tensor added to the product, of shape ", o.bias.shape(),
                                   ", does not broadcast to the result's shape ", result_shape));
 
-  // float16/bfloat16 are computed in float32 and rounded once at the end.
-  const DataType dtype = a.dtype() == kFloat64 ? kFloat64 : kFloat32;
-  Tensor out = empty(with_matrix(batch, m, n), {.dtype = dtype, .device = a.device()});
+  Tensor out = empty(with_matrix(batch, m, n), {.dtype = a.dtype(), .device = a.device()});
   double beta = 0;
   if (o.bias.defined() && o.beta != 0) {
     out.view(result_shape).copy_(o.bias);
     beta = o.beta;
   }
   if (out.numel() > 0) {
-    const Tensor ac = am.to(dtype), bc = bm.to(dtype);
     // b the same for every batch index and a's batch and row dims one strided dim: one GEMM.
     const std::int64_t rows = product(batch) * m;
-    if (product(b_batch) == 1 && a_batch.size() > 0 && view_strides(ac.shape(), ac.strides(), {rows, k})) {
-      KernelTable<GemmKernel>::call(a.device(), out.view({rows, n}), ac.view({rows, k}), bc.reshape({k, n}), o.alpha,
+    if (product(b_batch) == 1 && a_batch.size() > 0 && view_strides(am.shape(), am.strides(), {rows, k})) {
+      KernelTable<GemmKernel>::call(a.device(), out.view({rows, n}), am.view({rows, k}), bm.reshape({k, n}), o.alpha,
                                     beta);
     } else {
-      KernelTable<GemmKernel>::call(a.device(), out, ac.expand(with_matrix(batch, m, k)),
-                                    bc.expand(with_matrix(batch, k, n)), o.alpha, beta);
+      KernelTable<GemmKernel>::call(a.device(), out, am.expand(with_matrix(batch, m, k)),
+                                    bm.expand(with_matrix(batch, k, n)), o.alpha, beta);
     }
   }
-  Tensor result = out.view(result_shape);
-  return result.dtype() == a.dtype() ? result : result.to(a.dtype());
+  return out.view(result_shape);
 }
 
 }  // namespace infini::kernels

@@ -9,7 +9,8 @@ export namespace infini {
 
 // out = alpha * a @ b + beta * out for every batch index: out (*, m, n), a (*, m, k),
 // b (*, k, n) with the same batch dims (a and b may be expanded along any dim, batch or
-// not) and one dtype, float32 or float64. out is contiguous and overlaps neither a nor b.
+// not) and one dtype: float64, float32, or float16/bfloat16, whose products and sums are
+// float32 and each result rounded once. out is contiguous and overlaps neither a nor b.
 // beta == 0 ignores out's old values; k == 0 leaves beta * out.
 struct GemmKernel {
   static constexpr std::string_view name = "matmul";
@@ -39,7 +40,8 @@ struct MatmulOptions {
 // alpha * (a @ b) + beta * bias with PyTorch's matmul rules: a 1-D a is a row (1, k) and
 // a 1-D b a column (k, 1), the dim so added is removed from the result; the dims before
 // the last two are batch dims and broadcast. Floating-point operands of one dtype (and
-// bias of it too); float16/bfloat16 are computed in float32. ShapeError names both shapes.
+// bias of it too); float16/bfloat16 are summed in float32 and rounded once (on CUDA by
+// cuBLASLt on tensor cores). ShapeError names both shapes.
 Tensor matmul(const Tensor& a, const Tensor& b, const MatmulOptions& options = {});
 
 }  // namespace kernels

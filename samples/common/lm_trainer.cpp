@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <limits>
@@ -46,11 +47,13 @@ void add_train_flags(CLI::App& app, TrainFlags& f) {
       ->check(CLI::Range(0, 1));
   app.add_option("--seed", f.seed, "initialisation, shuffling and sampling");
   app.add_option("--device", f.device,
-                 "cpu, or cuda: one process on the first GPU, float32 (not under mpirun with several ranks, nor with "
+                 "cpu, or cuda: one process on the first GPU (not under mpirun with several ranks, nor with "
                  "--tensor_parallel or --pipeline_parallel)")->check(CLI::IsMember({"cpu", "cuda"}));
   app.add_option("--dtype", f.dtype,
-                 "float32, or bfloat16: matrix products on bfloat16 operands (CPU only: AMX-BF16 or AVX512-BF16)")
-      ->check(CLI::IsMember({"float32", "bfloat16"}));
+                 "float32; bfloat16: on the CPU matrix products on bfloat16 operands (AMX-BF16 or AVX512-BF16), with "
+                 "--device cuda autocast to bfloat16 (float32 master weights); float16: --device cuda only, autocast "
+                 "to float16 with dynamic loss scaling (GradScaler)")
+      ->check(CLI::IsMember({"float32", "bfloat16", "float16"}));
   app.add_option("--tf32", f.tf32,
                  "1: with --device cuda, float32 matrix products on TF32 tensor cores (set_float32_matmul_precision "
                  "medium; 10-bit mantissa operands, float32 sums)")->check(CLI::Range(0, 1));
@@ -88,29 +91,28 @@ void add_train_flags(CLI::App& app, TrainFlags& f) {
 
 void prepare_run(const TrainFlags& f) {
   if (f.threads > 0) omp_set_num_threads(f.threads);
-  if (f.device == "cuda") {  // one process on cuda:0, float32
+  manual_seed(f.seed);
+  if (f.device == "cuda") {  // one process on cuda:0; --dtype bfloat16 / float16 autocast (forward_precision)
     if (f.tensor_parallel > 1 || f.pipeline_parallel > 1)
       throw Error("train", concat("--device cuda with --tensor_parallel ", f.tensor_parallel, " x --pipeline_parallel ",
                                   f.pipeline_parallel, ": multi-process CUDA training is not supported yet; train on one "
                                   "GPU without them, or use --device cpu"));
-    if (f.dtype == "bfloat16")
-      throw Error("train", "--dtype bfloat16 with --device cuda: CUDA mixed precision (autocast) is not built yet (the "
-                           "bfloat16 path is the CPU's AMX-BF16 / AVX512-BF16 matrix products); use --dtype float32");
     if (cuda_device_count() == 0)
       throw Error("train", cuda_is_built() ? "--device cuda: no CUDA device is available; use --device cpu"
                                            : "--device cuda: no CUDA device: this build of Infini has no CUDA backend; "
                                              "use --device cpu");
     if (f.tf32) set_float32_matmul_precision(MatmulPrecision::kMedium);
-  } else if (f.tf32) {
-    throw Error("train", "--tf32 1 needs --device cuda (TF32 is a CUDA tensor-core format)");
+    return;
   }
+  if (f.tf32) throw Error("train", "--tf32 1 needs --device cuda (TF32 is a CUDA tensor-core format)");
+  if (f.dtype == "float16")
+    throw Error("train", "--dtype float16 (autocast with loss scaling) needs --device cuda; on the CPU use bfloat16");
   if (f.dtype == "bfloat16") {  // bfloat16 operands for the matrix products, float32 everywhere else
     if (!has_bfloat16_matmul())
       throw Error("train", "--dtype bfloat16 computes the matrix products on bfloat16 operands with AMX-BF16 tiles or "
                            "AVX512-BF16 instructions, which this CPU (or its OS) does not offer; use --dtype float32");
     set_float32_matmul_precision(MatmulPrecision::kMedium);
   }
-  manual_seed(f.seed);
 }
 
 namespace {
@@ -139,6 +141,14 @@ std::string format(const char* fmt, auto... values) {
 
 // The device the model trains on (prepare_run checked that it exists).
 Device train_device(const TrainFlags& f) { return f.device == "cuda" ? Device::cuda(0) : Device::cpu(); }
+
+// Autocast for the forward passes of a --dtype bfloat16 / float16 run on CUDA (matrix
+// products and attention in 16 bits, norms, softmax and losses in float32, float32 master
+// weights); nothing otherwise.
+std::optional<AutocastGuard> forward_precision(const TrainFlags& f) {
+  if (f.device != "cuda" || f.dtype == "float32") return std::nullopt;
+  return std::optional<AutocastGuard>(std::in_place, DeviceType::CUDA, f.dtype == "bfloat16" ? kBFloat16 : kFloat16);
+}
 
 // AdamW with weight decay on matrices and embeddings only (dim >= 2), like llm.c's
 // train_gpt2.py; biases and norm weights are not decayed. Under ZeRO-1 it updates this
@@ -174,6 +184,7 @@ std::unique_ptr<optim::LRScheduler> make_schedule(optim::Optimizer& optimizer, c
 // model's `device`.
 double validation_loss(const LanguageModel& lm, TokenBatches& val, const TrainFlags& f, Device device) {
   NoGradGuard no_grad;
+  const auto autocast = forward_precision(f);
   double total = 0;
   for (std::int64_t i = 0; i < f.val_batches; ++i) {
     const data::Example batch = val.sequences(i * f.batch_size, f.batch_size);
@@ -376,9 +387,12 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
   std::int64_t timed_steps = 0;
   Generator sample_rng(f.seed);
   // The tokens fed to generation go to the model's device.
-  const CachedLogitsFn sample_logits = [&lm, device](const Tensor& tokens, nn::KVCache& cache) {
-    return lm.logits_cached(tokens.to(device), cache);
+  const CachedLogitsFn sample_logits = [&lm, &f, device](const Tensor& tokens, nn::KVCache& cache) {
+    const auto autocast = forward_precision(f);
+    return lm.logits_cached(tokens.to(device), cache).to(kFloat32);
   };
+  // float16's narrow range: gradients scaled up by a dynamic factor (bfloat16 needs none).
+  optim::GradScaler scaler({.enabled = device.is_cuda() && f.dtype == "float16"});
   // Each clock reading below follows a wait for the device: times cover its work, not only
   // the launches (validation, sampling and saving end by reading results back).
   const std::int64_t first_step = state.step;
@@ -405,15 +419,20 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
           train_data.sequences(step * sequences_per_step + (k * dp + ranks.groups.coord.dp) * B, B);
       const Tensor inputs = batch.data.to(device), targets = batch.target.to(device);
       const auto t0 = Clock::now();
-      const Tensor loss = lm.loss(lm.logits(inputs), targets);
+      Tensor loss;
+      {
+        const auto autocast = forward_precision(f);
+        loss = lm.loss(lm.logits(inputs), targets);
+      }
       loss_sum += loss.item<double>();  // on a GPU, waits for the forward pass
       const auto t1 = Clock::now();
-      div(loss, static_cast<double>(micro_steps)).backward();
+      scaler.scale(div(loss, static_cast<double>(micro_steps))).backward();
       synchronize(device);
       forward_ms += std::chrono::duration<double, std::milli>(t1 - t0).count();
       backward_ms += std::chrono::duration<double, std::milli>(Clock::now() - t1).count();
     }
     const auto t_update = Clock::now();
+    if (scaler.is_enabled()) scaler.unscale_(*optimizer);  // records whether a grad overflowed
     if (tp) tp->reduce_sequence_parallel_grads();
     // Clipping's scale is folded into AdamW's update (no pass over the grads of its own).
     const double norm = zero       ? ddp->reducer().sharded_grad_norm()
@@ -421,7 +440,13 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
                         : tp       ? tp->grad_norm(params)
                                    : optim::total_grad_norm(params);
     const double lr = schedule->get_last_lr()[0];
-    optimizer->scaled_step(f.grad_clip > 0 ? optim::clip_coefficient(norm, f.grad_clip) : 1.0);
+    // A loss-scaled step whose grads overflowed is skipped, and the scale backs off.
+    const bool overflowed = scaler.is_enabled() && !std::isfinite(norm);
+    if (!overflowed) optimizer->scaled_step(f.grad_clip > 0 ? optim::clip_coefficient(norm, f.grad_clip) : 1.0);
+    if (scaler.is_enabled()) scaler.update();
+    if (overflowed && ranks.main())
+      std::printf("step %lld: non-finite gradients, update skipped; loss scale now %g\n", static_cast<long long>(step),
+                  scaler.get_scale());
     if (zero) ddp->reducer().all_gather_parameters().wait();  // every rank's updated blocks
     schedule->step();
     synchronize(device);  // the update: the clock read next covers the GPU's work

@@ -1,10 +1,10 @@
 # cmake -DPROGRAM=<gpt2> -DCOMPARE=<compare_losses> -DDATA=<tests/data/gpt2-tiny> -DWORK_DIR=<dir>
-#       -DBATCH=<4|2|1> [-DDTYPE=bfloat16 -DTOLERANCE=<abs>] [-DLAUNCHER="mpirun|...|-np|N"]
+#       -DBATCH=<4|2|1> [-DDTYPE=bfloat16|float16 -DTOLERANCE=<abs>] [-DLAUNCHER="mpirun|...|-np|N"]
 #       [-DEXTRA_FLAGS="--flag|value"] -P check_reference.cmake
 # llm.c's reference run (expected.json: 20 steps of B*T = 128 tokens) with micro-batches of
 # BATCH sequences per rank, i.e. 4 / (BATCH * ranks) gradient-accumulation micro-steps: every
-# loss within expected.json's tolerance, or TOLERANCE (for --dtype bfloat16, whose products
-# round). LAUNCHER runs the program under mpirun (words separated by '|').
+# loss within expected.json's tolerance, or TOLERANCE (for --dtype bfloat16 / float16, whose
+# products round). LAUNCHER runs the program under mpirun (words separated by '|').
 if(NOT DTYPE)
   set(DTYPE float32)
 endif()

@@ -2,11 +2,17 @@
 // AdamW at lr 3e-3, no weight decay, no clipping, llm.c's sequential batches) run in-process
 // with nn::GPT2 on the CPU and on the first CUDA GPU, in float32: every step's loss within
 // expected.json's tolerance (5e-5). The same run as samples/gpt2's reference tests, without
-// the trainer around it. The CUDA test skips without a GPU.
+// the trainer around it. Under autocast (bfloat16, and float16 with a GradScaler) every
+// loss is within 2e-2 of the float32 reference, and measurably off it (so the autocast
+// really ran in 16 bits). The CUDA tests skip without a GPU.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,8 +26,11 @@ namespace {
 const std::string kDir = INFINI_TEST_DATA_DIR "/gpt2-tiny/";
 
 // The losses of the reference run on `device`: the model made on the CPU from model.bin and
-// moved, each step's batch built on the CPU and moved.
-std::vector<double> reference_losses(const nlohmann::json& expected, Device device) {
+// moved, each step's batch built on the CPU and moved. With `autocast`, the forward pass runs
+// under it, and float16 scales the loss (GradScaler; a step with overflowed grads is
+// skipped, as in PyTorch).
+std::vector<double> reference_losses(const nlohmann::json& expected, Device device,
+                                     std::optional<DataType> autocast = std::nullopt) {
   const nlohmann::json& train = expected.at("train");
   const auto B = train.at("batch_size").get<std::int64_t>(), T = train.at("sequence_length").get<std::int64_t>();
   const auto steps = train.at("num_iteration").get<std::int64_t>();
@@ -45,6 +54,7 @@ std::vector<double> reference_losses(const nlohmann::json& expected, Device devi
 
   // Sequence g: inputs tokens[g*T ..] and targets tokens[g*T + 1 ..], reading on from token 0
   // at the end of the file (llm.c's order without shuffling).
+  optim::GradScaler scaler({.enabled = autocast == kFloat16});
   const llmc::TokenFile tokens(kDir + expected.at("tokens").get<std::string>());
   std::vector<std::int64_t> window(static_cast<std::size_t>(T + 1));
   std::vector<double> losses;
@@ -58,11 +68,18 @@ std::vector<double> reference_losses(const nlohmann::json& expected, Device devi
       }
     }
     optimizer.zero_grad();
-    const Tensor loss = model->loss(model(inputs.to(device)), targets.to(device));
+    Tensor loss;
+    {
+      std::optional<AutocastGuard> guard;
+      if (autocast) guard.emplace(device.type, *autocast);
+      loss = model->loss(model(inputs.to(device)), targets.to(device));
+    }
     EXPECT_EQ(loss.device(), device);
+    EXPECT_EQ(loss.dtype(), kFloat32);
     losses.push_back(loss.item<double>());
-    loss.backward();
-    optimizer.step();
+    scaler.scale(loss).backward();
+    scaler.step(optimizer);
+    scaler.update();
   }
   for (const Tensor& p : model->parameters()) EXPECT_EQ(p.device(), device);
   return losses;
@@ -79,11 +96,42 @@ void expect_reference_losses(Device device) {
   for (std::size_t step = 0; step < want.size(); ++step) EXPECT_NEAR(got[step], want[step], tolerance) << "step " << step;
 }
 
+// Under autocast: within 2e-2 of the float32 reference at every step, and off it by more
+// than float32's tolerance somewhere.
+void expect_autocast_losses(Device device, DataType dtype) {
+  std::ifstream in(kDir + "expected.json");
+  ASSERT_TRUE(in) << kDir << "expected.json";
+  const nlohmann::json expected = nlohmann::json::parse(in);
+  const auto want = expected.at("losses").get<std::vector<double>>();
+  const std::vector<double> got = reference_losses(expected, device, dtype);
+  ASSERT_EQ(got.size(), want.size());
+  double largest = 0;
+  for (std::size_t step = 0; step < want.size(); ++step) {
+    EXPECT_NEAR(got[step], want[step], 2e-2) << "step " << step;
+    largest = std::max(largest, std::abs(got[step] - want[step]));
+  }
+  EXPECT_GT(largest, expected.at("tolerance_abs").get<double>());
+  std::printf("%s autocast: largest |loss - float32 reference| %.3g\n", dtype == kBFloat16 ? "bfloat16" : "float16",
+              largest);
+}
+
 TEST(GPT2Training, ReferenceLossesMatchLlmc) { expect_reference_losses(Device::cpu()); }
+TEST(GPT2Training, AutocastBfloat16LossesWithin2e2) { expect_autocast_losses(Device::cpu(), kBFloat16); }
+TEST(GPT2Training, AutocastFloat16WithLossScalingWithin2e2) { expect_autocast_losses(Device::cpu(), kFloat16); }
 
 TEST(GPT2TrainingCuda, ReferenceLossesMatchLlmc) {
   if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";
   expect_reference_losses(Device::cuda(0));
+}
+
+TEST(GPT2TrainingCuda, AutocastBfloat16LossesWithin2e2) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";
+  expect_autocast_losses(Device::cuda(0), kBFloat16);
+}
+
+TEST(GPT2TrainingCuda, AutocastFloat16WithLossScalingWithin2e2) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";
+  expect_autocast_losses(Device::cuda(0), kFloat16);
 }
 
 }  // namespace

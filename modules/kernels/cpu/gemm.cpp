@@ -1,5 +1,6 @@
 // CPU batched GEMM: the product of each batch index through gemm_eigen.h (Eigen, the
-// packed SGEMM, or AMX tiles under float32_matmul_precision() == kMedium).
+// packed SGEMM, or AMX tiles under float32_matmul_precision() == kMedium); 16-bit floats
+// through the float32 GEMM.
 // Operands whose matrices are row- or column-major (transposed) views are read in place;
 // other layouts are copied first. A large product is split over the OpenMP threads
 // (inside gemm); a batch of small ones is spread over them, one whole product per thread.
@@ -112,11 +113,23 @@ void gemm_typed(const Tensor& out, Tensor a, Tensor b, double alpha, double beta
                                            " product"));
 }
 
+// float16/bfloat16: the operands widened to float32 (exactly), the float32 product, each
+// result rounded once into out.
+void gemm_16bit(const Tensor& out, const Tensor& a, const Tensor& b, double alpha, double beta) {
+  const Tensor sums = beta == 0 ? empty(out.shape(), {.dtype = kFloat32}) : out.to(kFloat32);
+  gemm_typed<float>(sums, a.to(kFloat32), b.to(kFloat32), alpha, beta);
+  Tensor(out).copy_(sums);
+}
+
 void gemm_cpu(const Tensor& out, const Tensor& a, const Tensor& b, double alpha, double beta) {
   switch (out.dtype()) {
     case kFloat32: return gemm_typed<float>(out, a, b, alpha, beta);
     case kFloat64: return gemm_typed<double>(out, a, b, alpha, beta);
-    default: throw DTypeError("matmul", concat("the CPU GEMM computes float32 and float64, got ", out.dtype()));
+    case kFloat16:
+    case kBFloat16: return gemm_16bit(out, a, b, alpha, beta);
+    default:
+      throw DTypeError("matmul", concat("the CPU GEMM computes float64, float32, bfloat16 and float16, got ",
+                                        out.dtype()));
   }
 }
 

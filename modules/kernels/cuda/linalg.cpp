@@ -64,8 +64,9 @@ Batch merged_batch(const Tensor& out, const Tensor& a, const Tensor& b) {
 }
 
 void gemm_cuda(const Tensor& out, const Tensor& a_in, const Tensor& b_in, double alpha, double beta) {
-  if (out.dtype() != kFloat32 && out.dtype() != kFloat64)
-    throw DTypeError("matmul", concat("the CUDA GEMM computes float32 and float64, got ", out.dtype()));
+  if (!is_floating_point(out.dtype()))
+    throw DTypeError("matmul", concat("the CUDA GEMM computes float64, float32, bfloat16 and float16, got ",
+                                      out.dtype()));
   if (out.numel() == 0) return;
   const std::int64_t nd = out.dim();
   cuda::GemmProblem p;

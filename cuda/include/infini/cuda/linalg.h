@@ -19,7 +19,8 @@ struct GemmMatrix {
 
 // out[i] = alpha * a[i] @ b[i] + beta * out[i] for i < batch, with a[i] (m, k), b[i] (k, n)
 // and out[i] (m, n) row-major at out + i * m * n (out is one contiguous (batch, m, n) block
-// that overlaps neither a nor b). type is F32 or F64, the same for all three. beta == 0
+// that overlaps neither a nor b). type is F64, F32, BF16 or F16, the same for all three;
+// 16-bit products are summed in float32 on tensor cores, each result rounded once. beta == 0
 // ignores out's old values (NaN included); k == 0 leaves beta * out. allow_tf32 lets float32
 // products round their operands to TF32 (tensor cores); float64 ignores it.
 // Deterministic: the same problem on the same GPU gives the same bits.
