@@ -2,7 +2,7 @@
 // here (RMSNorm by formula, RoPE on interleaved pairs (2i, 2i+1) as Meta's view_as_complex,
 // GQA by repeating kv heads, causal softmax by loops, SwiGLU), the RoPE frequencies against
 // Meta's apply_scaling, the checkpoint layout and file round trips, gradients by finite
-// differences, initialisation, sizes and bad inputs.
+// differences, autocast against float32, initialisation, sizes and bad inputs.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -209,6 +209,46 @@ TEST(LLaMA3Model, Float64LogitsAndLossMatchAStepByStepReference) {
   EXPECT_EQ(max_abs(values(sub((*copy)(as_idx(idx, B, T)), logits))), 0.0);
   const Tensor prefix = model(as_idx(idx, B, T).slice(1, 0, 3));
   expect_close(values(prefix), values(logits.slice(1, 0, 3)), 1e-12);
+}
+
+// The float32 model under CPU autocast (bfloat16): the logits come from the lm_head product
+// in bfloat16, the loss is float32 and within 2e-2 of the autocast-off loss (yet not equal),
+// and every parameter gets a float32 gradient within 5% of the largest autocast-off one.
+// RMSNorm, RoPE on bfloat16 heads, grouped-query attention and SwiGLU all run in the mix.
+TEST(LLaMA3Model, AutocastBfloat16TracksFloat32) {
+  LLaMA3 model(tiny_config());
+  randomize(*model, 11);
+  const std::int64_t B = 2, T = 5, V = 37;
+  const Tensor idx = as_idx(tokens(B * T, V, 7), B, T), targets = as_idx(tokens(B * T, V, 5), B, T);
+  const auto run = [&](bool autocast) {
+    model->zero_grad();
+    Tensor loss;
+    {
+      AutocastGuard guard(DeviceType::CPU, kBFloat16, autocast);
+      const Tensor logits = model(idx);
+      EXPECT_EQ(logits.dtype(), autocast ? kBFloat16 : kFloat32);
+      loss = model->loss(logits, targets);
+    }
+    EXPECT_EQ(loss.dtype(), kFloat32);
+    loss.backward();
+    std::vector<std::vector<double>> grads;
+    for (const Tensor& p : model->parameters()) {
+      EXPECT_EQ(p.grad().dtype(), kFloat32);
+      grads.push_back(values(p.grad()));
+    }
+    return std::pair{loss.item<double>(), grads};
+  };
+  const auto [loss32, grads32] = run(false);
+  const auto [loss16, grads16] = run(true);
+  EXPECT_NEAR(loss16, loss32, 2e-2);
+  EXPECT_NE(loss16, loss32);
+  ASSERT_EQ(grads16.size(), grads32.size());
+  for (std::size_t i = 0; i < grads32.size(); ++i) {
+    SCOPED_TRACE(i);
+    const double scale = max_abs(grads32[i]);
+    ASSERT_GT(scale, 0.0);
+    for (std::size_t j = 0; j < grads32[i].size(); ++j) EXPECT_NEAR(grads16[i][j], grads32[i][j], 0.05 * scale);
+  }
 }
 
 TEST(LLaMA3Model, RopeFrequenciesFollowMetaApplyScaling) {
