@@ -352,8 +352,11 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
     throw Error("train", "--pipeline_blocks splits the blocks between pipeline stages: it needs --pipeline_parallel > 1");
   auto optimizer = make_optimizer(params, zero ? &ddp->reducer() : nullptr, f);
   auto schedule = make_schedule(*optimizer, f);
+  // float16's narrow range: gradients scaled up by a dynamic factor (bfloat16 needs none).
+  optim::GradScaler scaler({.enabled = device.is_cuda() && f.dtype == "float16"});
   io::TrainingState state;
   state.add("model", model).add("optimizer", *optimizer).add("scheduler", *schedule).add_generator("rng", default_generator());
+  if (scaler.is_enabled()) state.add("grad_scaler", scaler);  // the scale resumes where it was
   state.metadata["data_seed"] = std::to_string(f.seed);  // the batch order: a resumed run keeps its own
   // See state_dir: where each rank writes and reads its training state.
   if (zero) state.metadata["zero_ranks"] = std::to_string(dp);
@@ -391,8 +394,6 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
     const auto autocast = forward_precision(f);
     return lm.logits_cached(tokens.to(device), cache).to(kFloat32);
   };
-  // float16's narrow range: gradients scaled up by a dynamic factor (bfloat16 needs none).
-  optim::GradScaler scaler({.enabled = device.is_cuda() && f.dtype == "float16"});
   // Each clock reading below follows a wait for the device: times cover its work, not only
   // the launches (validation, sampling and saving end by reading results back).
   const std::int64_t first_step = state.step;
