@@ -157,16 +157,17 @@ void lt_matmul(const LtContext& lt, const GemmProblem& p, std::int64_t batch) {
                  "cublasLtMatmulPreferenceSetAttribute(ALIGNMENT_C)");
   set_preference(d.preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, out_alignment,
                  "cublasLtMatmulPreferenceSetAttribute(ALIGNMENT_D)");
-  // 16-bit results: split-K partial sums stay in float32 (in the workspace), so each
-  // element is rounded once, as on the CPU; in-place or output-type reductions would
-  // round every partial sum to 16 bits.
-  if (item == 2)
-    set_preference(d.preference, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK,
-                   std::uint32_t{CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE},
-                   "cublasLtMatmulPreferenceSetAttribute(REDUCTION_SCHEME_MASK)");
+  // Split-K partial sums are reduced out of place, in a fixed order (in-place reduction
+  // adds them up in the output buffer, in no promised order). 16-bit results keep them in
+  // float32 (compute type), so each element is rounded once, as on the CPU; output-type
+  // partial sums would each be rounded to 16 bits. Algorithms without split-K always pass.
+  const std::uint32_t schemes = item == 2 ? CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE
+                                          : CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE | CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE;
+  set_preference(d.preference, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, schemes,
+                 "cublasLtMatmulPreferenceSetAttribute(REDUCTION_SCHEME_MASK)");
 
-  // The heuristic's first choice: a fixed function of the problem and the GPU, and every
-  // cuBLASLt reduction scheme keeps a fixed order, so results are reproducible.
+  // The heuristic's first choice: a fixed function of the problem and the GPU, with a
+  // fixed-order reduction (above), so results are reproducible.
   cublasLtMatmulHeuristicResult_t heuristic{};
   int found = 0;
   check_status(cublasLtMatmulAlgoGetHeuristic(lt.handle, d.op, d.a, d.b, d.out, d.out, d.preference, 1, &heuristic,
