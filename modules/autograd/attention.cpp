@@ -18,7 +18,8 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
   if (q.dim() != 4) throw ShapeError(op, concat("expected query (B, H, Tq, D), got shape ", q.shape()));
   AttentionParams params{.scale = scale.value_or(1.0 / std::sqrt(static_cast<double>(q.shape()[3]))),
                          .causal = is_causal,
-                         .dropout_p = dropout_p};
+                         .dropout_p = dropout_p,
+                         .dropout_state = {}};
   if (dropout_p > 0) {
     const auto count = static_cast<std::uint64_t>(q.shape()[0] * q.shape()[1] * q.shape()[2] * k.shape()[2]);
     params.dropout_state = (generator ? *generator : default_generator()).reserve(count);

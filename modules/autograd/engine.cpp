@@ -342,7 +342,8 @@ void backward(const TensorList& roots, const TensorList& grad_roots, bool retain
   std::vector<Edge> edges;
   TensorList grads;
   prepare_roots("backward", roots, grad_roots, edges, grads);
-  run_guarded(starts_of(edges, grads), {.keep_graph = retain_graph || create_graph, .create_graph = create_graph});
+  run_guarded(starts_of(edges, grads),
+              {.keep_graph = retain_graph || create_graph, .create_graph = create_graph, .targets = {}});
 }
 
 namespace {
@@ -387,7 +388,7 @@ TensorList backward_input(const TensorList& outputs, const TensorList& inputs, c
 void backward_weight(DeferredGrads& deferred, bool retain_graph) {
   std::vector<Pending> starts = std::move(deferred.pending_);
   deferred.pending_.clear();
-  run_guarded(std::move(starts), {.keep_graph = retain_graph});
+  run_guarded(std::move(starts), {.keep_graph = retain_graph, .create_graph = false, .targets = {}});
 }
 
 bool input_grad_needed(std::size_t input) {
