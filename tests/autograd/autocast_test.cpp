@@ -84,6 +84,15 @@ TEST(Autocast, MatmulRunsOnBfloat16CastsOfFloat32Inputs) {
     }
 }
 
+// The 16-bit products autocast produces, with an operand broadcast over the batch (read
+// through stride 0, not copied out): each batch entry equals its own product.
+TEST(Autocast, SixteenBitProductsBroadcastLikeTheirSlices) {
+  const Tensor a = sample32({5, 7}, -2, 2, 30).to(kBFloat16), b = sample32({3, 7, 4}, -2, 2, 31).to(kBFloat16);
+  const Tensor y = matmul(a, b);  // (3, 5, 4)
+  ASSERT_EQ(y.dtype(), kBFloat16);
+  for (std::int64_t i = 0; i < 3; ++i) expect_same(y.select(0, i), matmul(a, b.select(0, i)));
+}
+
 TEST(Autocast, EveryLowerPrecisionOpReturnsTheAutocastDtype) {
   const Tensor x = sample32({2, 4}, -1, 1, 3), w = sample32({3, 4}, -1, 1, 4), bias = sample32({3}, -1, 1, 5);
   const Tensor batch1 = sample32({2, 3, 4}, -1, 1, 6), batch2 = sample32({2, 4, 2}, -1, 1, 7);

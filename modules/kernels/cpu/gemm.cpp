@@ -113,11 +113,20 @@ void gemm_typed(const Tensor& out, Tensor a, Tensor b, double alpha, double beta
                                            " product"));
 }
 
-// float16/bfloat16: the operands widened to float32 (exactly), the float32 product, each
-// result rounded once into out.
+// t widened to float32 (exactly), its broadcast (stride-0) dims kept broadcast rather than
+// copied out.
+Tensor widen(const Tensor& t) {
+  Tensor distinct = t;
+  for (std::int64_t d = 0; d < t.dim(); ++d)
+    if (t.strides()[d] == 0 && t.shape()[d] > 1) distinct = distinct.narrow(d, 0, 1);
+  return distinct.to(kFloat32).expand(t.shape());
+}
+
+// float16/bfloat16: the float32 product of the widened operands, each result rounded once
+// into out.
 void gemm_16bit(const Tensor& out, const Tensor& a, const Tensor& b, double alpha, double beta) {
   const Tensor sums = beta == 0 ? empty(out.shape(), {.dtype = kFloat32}) : out.to(kFloat32);
-  gemm_typed<float>(sums, a.to(kFloat32), b.to(kFloat32), alpha, beta);
+  gemm_typed<float>(sums, widen(a), widen(b), alpha, beta);
   Tensor(out).copy_(sums);
 }
 
