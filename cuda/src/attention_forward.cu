@@ -91,7 +91,7 @@ void attention_forward(void* out, void* lse, const AttentionProblem& p, int devi
   constexpr const char* op = "scaled_dot_product_attention";
   if (p.batch == 0 || p.heads == 0 || p.q_len == 0) return;
   use_device(device);
-  if (attention_forward_tiled(out, lse, p, op)) return after_launch(op);
+  if (attention_forward_tiled(out, lse, p, op)) return after_launch(op, {static_cast<int>(p.type), 1});
   visit_attention_type(p.type, op, [&](auto zero) {
     using T = decltype(zero);
     const std::size_t bytes = sizeof(T) * shared_elements(p);

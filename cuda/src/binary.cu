@@ -194,7 +194,7 @@ BinaryFailure binary(const StridedArray& out, const StridedArray& a, const Strid
       if constexpr (supported<T>(Op)) launch<Op, T>(o, x, y, n, flag);
     });
   });
-  detail::after_launch("binary");
+  detail::after_launch("binary", {static_cast<int>(op), static_cast<int>(a.type)});
   if (!checked) return BinaryFailure::None;
   std::int32_t failed = 0;
   detail::check(cudaMemcpyAsync(&failed, flag, sizeof failed, cudaMemcpyDeviceToHost, detail::stream()),

@@ -42,7 +42,7 @@ void copy(const StridedArray& dst, const StridedArray& src, int device) {
       copy_kernel<D, S><<<detail::blocks_for(numel), detail::kThreads, 0, detail::stream()>>>(out, in, numel);
     });
   });
-  detail::after_launch("copy");
+  detail::after_launch("copy", {static_cast<int>(dst.type), static_cast<int>(src.type)});
 }
 
 }  // namespace infini::cuda

@@ -221,7 +221,7 @@ void gemm(const GemmProblem& problem, int device) {
     chunk.out = static_cast<char*>(problem.out) + start * problem.m * problem.n * item;
     lt_matmul(lt, chunk, std::min<std::int64_t>(problem.batch - start, INT_MAX));
   }
-  detail::after_launch("matmul");
+  detail::after_launch("matmul", {static_cast<int>(problem.type), problem.batch, problem.m, problem.n, problem.k});
 }
 
 }  // namespace infini::cuda

@@ -3,6 +3,7 @@
 
 #include <cuda_runtime.h>
 
+#include <initializer_list>
 #include <string>
 
 #include "check.cuh"
@@ -18,13 +19,23 @@ inline cudaStream_t stream() { return nullptr; }
 // error is reported by the op that caused it.
 bool sync_after_each_op();
 
+// True when INFINI_CUDA_PROFILE=1: every op's GPU time is added up under its name and
+// variant, and the table is printed at exit (op_profile.cu).
+bool profiling_ops();
+void profile_mark(const char* op, std::initializer_list<long long> variant);
+// Reads back the profile's pending events (called by synchronize).
+void profile_resolve();
+
 // Call after an op's launches: a launch error (bad configuration, too much shared memory)
 // is reported now, naming `op`; in INFINI_CUDA_SYNC mode so is an error while running.
-inline void after_launch(const char* op) {
+// `variant`: numbers that tell the op's kinds apart in the profile (an op enum, element
+// types, sizes).
+inline void after_launch(const char* op, std::initializer_list<long long> variant = {}) {
   if (cudaError_t err = cudaGetLastError(); err != cudaSuccess) fail(err, std::string(op) + " kernel launch");
   if (sync_after_each_op())
     if (cudaError_t err = cudaStreamSynchronize(stream()); err != cudaSuccess)
       fail(err, std::string(op) + " kernel (INFINI_CUDA_SYNC=1)");
+  if (profiling_ops()) profile_mark(op, variant);
 }
 
 }  // namespace infini::cuda::detail

@@ -166,7 +166,7 @@ void reduce(const StridedArray& out, const StridedArray& in, ReductionOp op, con
     }
     throw CudaError("reduce: op not defined for this element type");
   });
-  detail::after_launch("reduce");
+  detail::after_launch("reduce", {static_cast<int>(op), static_cast<int>(in.type)});
 }
 
 }  // namespace infini::cuda

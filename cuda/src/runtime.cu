@@ -60,6 +60,7 @@ void copy_device_to_device(void* dst, int dst_device, const void* src, int src_d
 void synchronize(int device) {
   use_device(device);
   check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+  detail::profile_resolve();
 }
 
 }  // namespace infini::cuda

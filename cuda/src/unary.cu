@@ -193,7 +193,7 @@ void unary(const StridedArray& out, const StridedArray& in, UnaryOp op, double a
       if constexpr (detail::is_float_compute<T> || !float_only(Op)) launch<Op, T>(o, x, n, a, b);
     });
   });
-  detail::after_launch("unary");
+  detail::after_launch("unary", {static_cast<int>(op), static_cast<int>(in.type)});
 }
 
 }  // namespace infini::cuda
