@@ -154,6 +154,13 @@ bool attention_forward_tiled(void* out, void* lse, const AttentionProblem& p, co
 bool attention_backward_tiled(void* dq, void* dk, void* dv, void* delta, const void* grad_out, const void* out,
                               const void* lse, const AttentionProblem& p, const char* op);
 
+// Runs the 16-bit tensor-core forward (attention_forward_mma.cu) when the problem is one
+// attention_runs_in_16_bit takes; false otherwise.
+bool attention_forward_mma(void* out, void* lse, const AttentionProblem& p, const char* op);
+// Likewise the 16-bit backward (attention_backward_mma.cu).
+bool attention_backward_mma(void* dq, void* dk, void* dv, void* delta, const void* grad_out, const void* out,
+                            const void* lse, const AttentionProblem& p, const char* op);
+
 // Blocks of kWarpsPerBlock rows over `groups` groups of `rows` rows each.
 inline unsigned row_blocks(std::int64_t groups, std::int64_t rows, const char* op) {
   const std::int64_t blocks = groups * ((rows + kWarpsPerBlock - 1) / kWarpsPerBlock);

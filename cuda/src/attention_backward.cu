@@ -192,7 +192,10 @@ void attention_backward(void* dq, void* dk, void* dv, void* delta, const void* g
                         const void* lse, const AttentionProblem& p, int device) {
   constexpr const char* op = "scaled_dot_product_attention_backward";
   use_device(device);
-  if (attention_backward_tiled(dq, dk, dv, delta, grad_out, out, lse, p, op)) return after_launch(op, {static_cast<int>(p.type), 1});
+  if (attention_backward_mma(dq, dk, dv, delta, grad_out, out, lse, p, op))
+    return after_launch(op, {static_cast<int>(p.type), 2});
+  if (attention_backward_tiled(dq, dk, dv, delta, grad_out, out, lse, p, op))
+    return after_launch(op, {static_cast<int>(p.type), 1});
   visit_attention_type(p.type, op, [&](auto zero) {
     using T = decltype(zero);
     const auto keep_scale = keep_scale_of<T>(p);

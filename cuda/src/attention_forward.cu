@@ -87,10 +87,17 @@ __global__ void forward_kernel(AttentionProblem p, T* out, T* lse, T keep_scale)
 
 }  // namespace
 
+bool attention_runs_in_16_bit(const AttentionProblem& p) {
+  const bool sixteen_bit = p.type == ElementType::BF16 || p.type == ElementType::F16;
+  const bool head_dim = p.head_dim == 16 || p.head_dim == 32 || p.head_dim == 64 || p.head_dim == 128;
+  return sixteen_bit && head_dim && p.value_dim == p.head_dim && p.mask == nullptr && p.dropout_p == 0;
+}
+
 void attention_forward(void* out, void* lse, const AttentionProblem& p, int device) {
   constexpr const char* op = "scaled_dot_product_attention";
   if (p.batch == 0 || p.heads == 0 || p.q_len == 0) return;
   use_device(device);
+  if (attention_forward_mma(out, lse, p, op)) return after_launch(op, {static_cast<int>(p.type), 2});
   if (attention_forward_tiled(out, lse, p, op)) return after_launch(op, {static_cast<int>(p.type), 1});
   visit_attention_type(p.type, op, [&](auto zero) {
     using T = decltype(zero);

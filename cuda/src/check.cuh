@@ -20,10 +20,16 @@ inline void check(cudaError_t err, const char* what) {
   if (err != cudaSuccess) fail(err, what);
 }
 
-// Makes `device` current for the calling thread.
+// True when INFINI_CUDA_PROFILE=1 (op_profile.cu); profile_start records where an op's
+// launches begin.
+bool profiling_ops();
+void profile_start();
+
+// Makes `device` current for the calling thread (every op calls it before its launches).
 inline void use_device(int device) {
   if (cudaError_t err = cudaSetDevice(device); err != cudaSuccess)
     fail(err, "cudaSetDevice(" + std::to_string(device) + ")");
+  if (profiling_ops()) profile_start();
 }
 
 }  // namespace infini::cuda::detail

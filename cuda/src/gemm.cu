@@ -10,6 +10,7 @@
 #include <climits>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 
@@ -119,15 +120,38 @@ Types types_of(const GemmProblem& p) {
   }
 }
 
-// One cublasLtMatmul over batch <= INT_MAX products.
-void lt_matmul(const LtContext& lt, const GemmProblem& p, std::int64_t batch) {
-  const Types t = types_of(p);
-  const bool f64 = p.type == ElementType::F64;
-  const cudaDataType_t data_type = t.data;
-  const std::int64_t item = t.item;
-  const auto count = static_cast<std::int32_t>(batch);
-
+// The descriptors and the algorithm of one kind of product: every call with the same types,
+// shapes, leading dims, batch strides and alignments runs the same plan. Looking the
+// algorithm up costs up to a millisecond of host time for some shapes, so plans are kept
+// for the life of the process (all of them dropped if there are ever more than kMaxPlans).
+struct Plan {
   Descriptors d;
+  cublasLtMatmulHeuristicResult_t heuristic{};
+};
+
+struct PlanKey {
+  int device;
+  ElementType type;
+  bool tf32, a_col_major, b_col_major;
+  std::int64_t m, n, k, lda, ldb, a_stride, b_stride, batch;
+  std::uint32_t a_alignment, b_alignment, out_alignment;
+  auto operator<=>(const PlanKey&) const = default;
+};
+
+constexpr std::size_t kMaxPlans = 4096;
+
+PlanKey key_of(const GemmProblem& p, std::int64_t batch, std::int64_t item, int device) {
+  return {device, p.type, p.allow_tf32, p.a.col_major, p.b.col_major, p.m, p.n, p.k, p.a.ld, p.b.ld,
+          p.a.batch_stride, p.b.batch_stride, batch, alignment(p.a.data, p.a.batch_stride * item, batch),
+          alignment(p.b.data, p.b.batch_stride * item, batch), alignment(p.out, p.m * p.n * item, batch)};
+}
+
+std::unique_ptr<Plan> make_plan(const LtContext& lt, const GemmProblem& p, const PlanKey& key) {
+  const Types t = types_of(p);
+  const cudaDataType_t data_type = t.data;
+  const auto count = static_cast<std::int32_t>(key.batch);
+  auto plan = std::make_unique<Plan>();
+  Descriptors& d = plan->d;
   check_status(cublasLtMatmulDescCreate(&d.op, t.compute, t.scale), "cublasLtMatmulDescCreate");
   // cuBLAS's A is b: row-major b (k, n) is column-major (n, k) as it stands, a column-major
   // b is read transposed. Likewise cuBLAS's B is a.
@@ -146,42 +170,57 @@ void lt_matmul(const LtContext& lt, const GemmProblem& p, std::int64_t batch) {
   check_status(cublasLtMatmulPreferenceCreate(&d.preference), "cublasLtMatmulPreferenceCreate");
   set_preference(d.preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, std::uint64_t{kWorkspaceBytes},
                  "cublasLtMatmulPreferenceSetAttribute(MAX_WORKSPACE_BYTES)");
-  set_preference(d.preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
-                 alignment(p.b.data, p.b.batch_stride * item, batch),
+  set_preference(d.preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, key.b_alignment,
                  "cublasLtMatmulPreferenceSetAttribute(ALIGNMENT_A)");
-  set_preference(d.preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
-                 alignment(p.a.data, p.a.batch_stride * item, batch),
+  set_preference(d.preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, key.a_alignment,
                  "cublasLtMatmulPreferenceSetAttribute(ALIGNMENT_B)");
-  const std::uint32_t out_alignment = alignment(p.out, p.m * p.n * item, batch);
-  set_preference(d.preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, out_alignment,
+  set_preference(d.preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, key.out_alignment,
                  "cublasLtMatmulPreferenceSetAttribute(ALIGNMENT_C)");
-  set_preference(d.preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, out_alignment,
+  set_preference(d.preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, key.out_alignment,
                  "cublasLtMatmulPreferenceSetAttribute(ALIGNMENT_D)");
   // Split-K partial sums are reduced out of place, in a fixed order (in-place reduction
   // adds them up in the output buffer, in no promised order). 16-bit results keep them in
   // float32 (compute type), so each element is rounded once, as on the CPU; output-type
   // partial sums would each be rounded to 16 bits. Algorithms without split-K always pass.
-  const std::uint32_t schemes = item == 2 ? CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE
-                                          : CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE | CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE;
+  const std::uint32_t schemes = t.item == 2 ? CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE
+                                            : CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE | CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE;
   set_preference(d.preference, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, schemes,
                  "cublasLtMatmulPreferenceSetAttribute(REDUCTION_SCHEME_MASK)");
 
   // The heuristic's first choice: a fixed function of the problem and the GPU, with a
   // fixed-order reduction (above), so results are reproducible.
-  cublasLtMatmulHeuristicResult_t heuristic{};
   int found = 0;
-  check_status(cublasLtMatmulAlgoGetHeuristic(lt.handle, d.op, d.a, d.b, d.out, d.out, d.preference, 1, &heuristic,
-                                              &found),
+  check_status(cublasLtMatmulAlgoGetHeuristic(lt.handle, d.op, d.a, d.b, d.out, d.out, d.preference, 1,
+                                              &plan->heuristic, &found),
                "cublasLtMatmulAlgoGetHeuristic");
   if (found == 0)
     throw CudaError("matmul: cuBLASLt has no algorithm for a " + std::to_string(p.m) + "x" + std::to_string(p.k) +
                     " @ " + std::to_string(p.k) + "x" + std::to_string(p.n) + " product");
+  return plan;
+}
+
+// The plan of a product, made on first use.
+const Plan& plan_for(const LtContext& lt, const GemmProblem& p, std::int64_t batch, int device) {
+  static std::mutex mutex;
+  static auto* plans = new std::map<PlanKey, std::unique_ptr<Plan>>();  // never destroyed: see context()
+  const PlanKey key = key_of(p, batch, types_of(p).item, device);
+  std::lock_guard lock(mutex);
+  if (auto it = plans->find(key); it != plans->end()) return *it->second;
+  if (plans->size() >= kMaxPlans) plans->clear();
+  return *plans->emplace(key, make_plan(lt, p, key)).first->second;
+}
+
+// One cublasLtMatmul over batch <= INT_MAX products.
+void lt_matmul(const LtContext& lt, const GemmProblem& p, std::int64_t batch, int device) {
+  const bool f64 = p.type == ElementType::F64;
+  const Plan& plan = plan_for(lt, p, batch, device);
+  const Descriptors& d = plan.d;
   const float alpha32 = static_cast<float>(p.alpha), beta32 = static_cast<float>(p.beta);
   const void* alpha = f64 ? static_cast<const void*>(&p.alpha) : &alpha32;
   const void* beta = f64 ? static_cast<const void*>(&p.beta) : &beta32;
   // beta == 0: cuBLASLt does not read C, so old values (NaN included) do not leak.
   check_status(cublasLtMatmul(lt.handle, d.op, alpha, p.b.data, d.a, p.a.data, d.b, beta, p.out, d.out, p.out, d.out,
-                              &heuristic.algo, lt.workspace, kWorkspaceBytes, detail::stream()),
+                              &plan.heuristic.algo, lt.workspace, kWorkspaceBytes, detail::stream()),
                "cublasLtMatmul");
 }
 
@@ -219,7 +258,7 @@ void gemm(const GemmProblem& problem, int device) {
     chunk.a.data = static_cast<const char*>(problem.a.data) + start * problem.a.batch_stride * item;
     chunk.b.data = static_cast<const char*>(problem.b.data) + start * problem.b.batch_stride * item;
     chunk.out = static_cast<char*>(problem.out) + start * problem.m * problem.n * item;
-    lt_matmul(lt, chunk, std::min<std::int64_t>(problem.batch - start, INT_MAX));
+    lt_matmul(lt, chunk, std::min<std::int64_t>(problem.batch - start, INT_MAX), device);
   }
   detail::after_launch("matmul", {static_cast<int>(problem.type), problem.batch, problem.m, problem.n, problem.k});
 }

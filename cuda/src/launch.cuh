@@ -19,9 +19,8 @@ inline cudaStream_t stream() { return nullptr; }
 // error is reported by the op that caused it.
 bool sync_after_each_op();
 
-// True when INFINI_CUDA_PROFILE=1: every op's GPU time is added up under its name and
-// variant, and the table is printed at exit (op_profile.cu).
-bool profiling_ops();
+// With INFINI_CUDA_PROFILE=1 every op's times are added up under its name and variant, and
+// the table is printed at exit (op_profile.cu).
 void profile_mark(const char* op, std::initializer_list<long long> variant);
 // Reads back the profile's pending events (called by synchronize).
 void profile_resolve();

@@ -1,13 +1,18 @@
-// INFINI_CUDA_PROFILE=1: GPU time per op, for finding where a training step spends its
-// time on a machine without nsys. After each op's launches a timing event is recorded on
-// the stream; the time between consecutive events is charged to the later op, so while
-// the GPU is kept busy (the host runs ahead) each op is charged its own kernels' time,
-// and an idle gap is charged to the op that ends it. Events are read back in batches
-// (and at every synchronize); the table is printed to stderr at exit.
+// INFINI_CUDA_PROFILE=1: where a step's time goes, on a machine without nsys. Each op records
+// a timing event when it makes its device current (use_device, before its launches) and one
+// after its launches (after_launch); per op kind the table adds up
+// - gpu ms: start to end of its own launches (a host stall inside the op, such as a read
+//   back, counts here too);
+// - idle ms: from the previous op's end to this op's start, the GPU waiting for the host;
+// - host ms: the host time from the previous op's launches to this one's.
+// Events are read back in batches (and at every synchronize); the table is printed to
+// stderr at exit.
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -17,41 +22,63 @@
 namespace infini::cuda::detail {
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
 class OpProfile {
  public:
   ~OpProfile() { print(); }  // no CUDA calls here: the runtime may already be shut down
 
+  // Re-recording a start that no op has claimed yet just moves it.
+  void start() {
+    if (start_ == nullptr) start_ = take_event();
+    check(cudaEventRecord(start_, stream()), "cudaEventRecord (INFINI_CUDA_PROFILE)");
+  }
+
   void mark(std::string key) {
-    cudaEvent_t event = take_event();
-    check(cudaEventRecord(event, stream()), "cudaEventRecord (INFINI_CUDA_PROFILE)");
-    pending_.emplace_back(std::move(key), event);
+    cudaEvent_t end = take_event();
+    check(cudaEventRecord(end, stream()), "cudaEventRecord (INFINI_CUDA_PROFILE)");
+    const Clock::time_point now = Clock::now();
+    if (last_mark_) totals_[key].host_ms += std::chrono::duration<double, std::milli>(now - *last_mark_).count();
+    last_mark_ = now;
+    pending_.push_back({std::move(key), start_, end});
+    start_ = nullptr;
     if (pending_.size() >= kBatch) resolve();
   }
 
-  // Waits for the pending events and charges each op the time since the event before it.
+  // Waits for the pending events and adds up their intervals.
   void resolve() {
     if (pending_.empty()) return;
-    check(cudaEventSynchronize(pending_.back().second), "cudaEventSynchronize (INFINI_CUDA_PROFILE)");
-    for (auto& [key, event] : pending_) {
-      Totals& totals = totals_[key];
+    check(cudaEventSynchronize(pending_.back().end), "cudaEventSynchronize (INFINI_CUDA_PROFILE)");
+    for (Mark& m : pending_) {
+      Totals& totals = totals_[m.key];
       ++totals.count;
-      if (anchor_ != nullptr) {
-        float ms = 0;
-        check(cudaEventElapsedTime(&ms, anchor_, event), "cudaEventElapsedTime (INFINI_CUDA_PROFILE)");
-        totals.ms += ms;
-        free_.push_back(anchor_);
-      }
-      anchor_ = event;
+      const cudaEvent_t from = m.start != nullptr ? m.start : previous_end_;
+      if (from != nullptr) totals.gpu_ms += elapsed(from, m.end);
+      if (m.start != nullptr && previous_end_ != nullptr) totals.idle_ms += elapsed(previous_end_, m.start);
+      if (m.start != nullptr) free_.push_back(m.start);
+      if (previous_end_ != nullptr) free_.push_back(previous_end_);
+      previous_end_ = m.end;
     }
     pending_.clear();
+    last_mark_ = Clock::now();  // the wait above is not the next op's host time
   }
 
  private:
   static constexpr std::size_t kBatch = 4096;
+  struct Mark {
+    std::string key;
+    cudaEvent_t start, end;  // start: null when the op made no device current
+  };
   struct Totals {
     long long count = 0;
-    double ms = 0;
+    double gpu_ms = 0, idle_ms = 0, host_ms = 0;
   };
+
+  static float elapsed(cudaEvent_t from, cudaEvent_t to) {
+    float ms = 0;
+    check(cudaEventElapsedTime(&ms, from, to), "cudaEventElapsedTime (INFINI_CUDA_PROFILE)");
+    return ms;
+  }
 
   cudaEvent_t take_event() {
     if (!free_.empty()) {
@@ -66,22 +93,28 @@ class OpProfile {
 
   void print() const {
     std::vector<std::pair<double, std::string>> rows;
-    double total = 0;
+    Totals all;
     for (const auto& [key, totals] : totals_) {
-      rows.emplace_back(totals.ms, key);
-      total += totals.ms;
+      rows.emplace_back(totals.gpu_ms, key);
+      all.gpu_ms += totals.gpu_ms;
+      all.idle_ms += totals.idle_ms;
+      all.host_ms += totals.host_ms;
     }
     std::sort(rows.rbegin(), rows.rend());
-    std::fprintf(stderr, "INFINI_CUDA_PROFILE: %.1f ms of GPU time in %zu op kinds\n", total, rows.size());
-    std::fprintf(stderr, "%12s %6s %10s  %s\n", "ms", "%", "calls", "op(variant)");
-    for (const auto& [ms, key] : rows)
-      std::fprintf(stderr, "%12.2f %6.2f %10lld  %s\n", ms, total > 0 ? 100 * ms / total : 0.0,
-                   totals_.at(key).count, key.c_str());
+    std::fprintf(stderr, "INFINI_CUDA_PROFILE: %.1f ms of op GPU time, %.1f ms idle between ops, %.1f ms of host time\n",
+                 all.gpu_ms, all.idle_ms, all.host_ms);
+    std::fprintf(stderr, "%10s %6s %10s %10s %8s  %s\n", "gpu ms", "%", "idle ms", "host ms", "calls", "op(variant)");
+    for (const auto& [ms, key] : rows) {
+      const Totals& t = totals_.at(key);
+      std::fprintf(stderr, "%10.2f %6.2f %10.2f %10.2f %8lld  %s\n", ms, all.gpu_ms > 0 ? 100 * ms / all.gpu_ms : 0.0,
+                   t.idle_ms, t.host_ms, t.count, key.c_str());
+    }
   }
 
-  std::vector<std::pair<std::string, cudaEvent_t>> pending_;
+  std::vector<Mark> pending_;
   std::vector<cudaEvent_t> free_;
-  cudaEvent_t anchor_ = nullptr;
+  cudaEvent_t start_ = nullptr, previous_end_ = nullptr;
+  std::optional<Clock::time_point> last_mark_;
   std::map<std::string, Totals> totals_;
 };
 
@@ -99,6 +132,8 @@ bool profiling_ops() {
   }();
   return on;
 }
+
+void profile_start() { profile().start(); }
 
 void profile_mark(const char* op, std::initializer_list<long long> variant) {
   std::string key = op;

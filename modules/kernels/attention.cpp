@@ -42,8 +42,21 @@ void check(const Tensor& q, const Tensor& k, const Tensor& v) {
                                  " (expected key (B, Hkv, Tk, D), value (B, Hkv, Tk, Dv), Hkv dividing H)"));
 }
 
-// Half-precision inputs run in float32.
-DataType compute_type(DataType t) { return t == kFloat64 ? kFloat64 : kFloat32; }
+// Whether a kernel takes 16-bit inputs as they are: on CUDA, the tensor-core kernels, for
+// problems without mask or dropout whose D = Dv is 16, 32, 64 or 128 (the rule of
+// cuda::attention_runs_in_16_bit). Their lse is float32.
+bool runs_in_16_bit(const Tensor& q, const Tensor& v, const Tensor& mask, const AttentionParams& params) {
+  const std::int64_t d = q.shape()[3];
+  return q.device().type == DeviceType::CUDA && (q.dtype() == kBFloat16 || q.dtype() == kFloat16) &&
+         !mask.defined() && params.dropout_p == 0 && v.shape()[3] == d && (d == 16 || d == 32 || d == 64 || d == 128);
+}
+
+// The dtype the kernels compute in: float64 stays, 16-bit inputs run in float32 unless a
+// kernel takes them as they are.
+DataType compute_type(const Tensor& q, const Tensor& v, const Tensor& mask, const AttentionParams& params) {
+  if (q.dtype() == kFloat64) return kFloat64;
+  return runs_in_16_bit(q, v, mask, params) ? q.dtype() : kFloat32;
+}
 
 }  // namespace
 
@@ -51,12 +64,12 @@ AttentionResult attention_forward(const Tensor& q, const Tensor& k, const Tensor
                                   const AttentionParams& params) {
   NoGradGuard no_grad;
   check(q, k, v);
-  const DataType t = compute_type(q.dtype());
+  const DataType t = compute_type(q, v, mask, params);
   const Tensor qc = q.to(t).contiguous(), kc = k.to(t).contiguous(), vc = v.to(t).contiguous();
   const Tensor m = expand_mask(mask.defined() && mask.dtype() != kBool ? mask.to(t) : mask, qc, kc);
   const auto& qs = q.shape();
   AttentionResult r{empty({qs[0], qs[1], qs[2], v.shape()[3]}, {.dtype = t, .device = q.device()}),
-                    empty({qs[0], qs[1], qs[2]}, {.dtype = t, .device = q.device()})};
+                    empty({qs[0], qs[1], qs[2]}, {.dtype = t == kFloat64 ? t : kFloat32, .device = q.device()})};
   KernelTable<AttentionForwardKernel>::call(q.device(), r.out, r.lse, qc, kc, vc, m, params);
   if (t != q.dtype()) r.out = r.out.to(q.dtype());
   return r;
@@ -66,7 +79,7 @@ AttentionGrads attention_backward(const Tensor& grad_out, const Tensor& q, const
                                   const Tensor& out, const Tensor& lse, const Tensor& mask,
                                   const AttentionParams& params) {
   NoGradGuard no_grad;
-  const DataType t = lse.dtype();
+  const DataType t = compute_type(q, v, mask, params);
   const Tensor qc = q.to(t).contiguous(), kc = k.to(t).contiguous(), vc = v.to(t).contiguous();
   const Tensor m = expand_mask(mask.defined() && mask.dtype() != kBool ? mask.to(t) : mask, qc, kc);
   AttentionGrads g{zeros(q.shape(), {.dtype = t, .device = q.device()}),

@@ -12,8 +12,8 @@ namespace {
 
 using cuda_glue::run;
 
-// q, k, v contiguous float32/64 (the raw op's promise); mask undefined or a (B, H, Tq, Tk)
-// view, bool or of q's dtype.
+// q, k, v contiguous float32/64, or bfloat16/float16 for the tensor-core kernels (the raw
+// op's promise); mask undefined or a (B, H, Tq, Tk) view, bool or of q's dtype.
 cuda::AttentionProblem problem_of(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
                                   const AttentionParams& params) {
   cuda::AttentionProblem p;
@@ -52,8 +52,9 @@ void backward_cuda(const Tensor& dq, const Tensor& dk, const Tensor& dv, const T
                    const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse, const Tensor& mask,
                    const AttentionParams& params) {
   const cuda::AttentionProblem p = problem_of(q, k, v, mask, params);
-  // delta_i = dO_i . o_i of every query row, written by the dq pass for the dk/dv pass.
-  const Tensor delta = empty({p.batch * p.heads * p.q_len}, {.dtype = q.dtype(), .device = q.device()});
+  // delta_i = dO_i . o_i of every query row, written by the dq pass for the dk/dv pass; like
+  // lse, float32 for 16-bit inputs.
+  const Tensor delta = empty({p.batch * p.heads * p.q_len}, {.dtype = lse.dtype(), .device = q.device()});
   run(AttentionBackwardKernel::name, q.device(), [&] {
     cuda::attention_backward(dq.data_ptr(), dk.data_ptr(), dv.data_ptr(), delta.data_ptr(), grad_out.data_ptr(),
                              out.data_ptr(), lse.data_ptr(), p, q.device().index);

@@ -8,7 +8,7 @@
 namespace infini::cuda {
 
 // q (B, H, Tq, D), k (B, Hkv, Tk, D), v (B, Hkv, Tk, Dv), all contiguous of `type` (F32 or
-// F64); query head h reads key/value head h / (H / Hkv). mask (optional): element
+// F64, or BF16/F16 for the problems attention_runs_in_16_bit takes); query head h reads key/value head h / (H / Hkv). mask (optional): element
 // (b, h, i, j) at mask + b*s0 + h*s1 + i*s2 + j*s3 (strides in elements, 0 to broadcast),
 // bool (false = masked out) or additive of `type`. causal keeps keys j <= i. Dropout keeps
 // weight (b, h, i, j) when the Philox uniform of counter offset + ((b H + h) Tq + i) Tk + j
@@ -28,7 +28,14 @@ struct AttentionProblem {
   std::uint64_t seed = 0, offset = 0;
 };
 
-// out (B, H, Tq, Dv) and lse (B, H, Tq) contiguous of `type`. A row with no key left
+// Whether the tensor-core kernels take `problem` in its 16-bit type: BF16 or F16, no mask,
+// no dropout, D == Dv, one of 16, 32, 64, 128. Their lse and delta are float32; scores,
+// softmax and gradients accumulate in float32, and the weights and score gradients are
+// rounded to the 16-bit type before they multiply values, keys or queries (FlashAttention-2's
+// numerics). modules/kernels/attention.cpp mirrors this rule.
+bool attention_runs_in_16_bit(const AttentionProblem& problem);
+
+// out (B, H, Tq, Dv) and lse (B, H, Tq) contiguous of `type` (lse float32 for 16-bit). A row with no key left
 // (all masked) gets out NaN and lse -inf. The key/query tiles live in shared memory, which
 // bounds D + Dv (on an H100/H200, about 1190 for float32 and 590 for float64 including the
 // backward); larger ones throw CudaError.
@@ -36,7 +43,7 @@ void attention_forward(void* out, void* lse, const AttentionProblem& problem, in
 
 // dq, dk, dv (shaped like q, k, v, contiguous) are overwritten with the gradients for
 // grad_out and the forward's out and lse (B, H, Tq rows, contiguous); rows whose lse is not
-// finite contribute nothing. delta: scratch of B*H*Tq elements of `type`.
+// finite contribute nothing. delta: scratch of B*H*Tq elements of `type` (float32 for 16-bit).
 void attention_backward(void* dq, void* dk, void* dv, void* delta, const void* grad_out, const void* out,
                         const void* lse, const AttentionProblem& problem, int device);
 
