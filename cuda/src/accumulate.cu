@@ -132,7 +132,7 @@ void accumulate(const StridedArray& dst, const StridedArray& src, int device) {
   StridedArray d = dst, s = src;
   detail::coalesce({&d, &s});
   detail::visit(dst.type, "accumulate", [&](auto tag) { launch<typename decltype(tag)::type>(d, s, n); });
-  detail::after_launch("accumulate_");
+  detail::after_launch("accumulate_", {static_cast<int>(dst.type), n, d.ndim});
 }
 
 }  // namespace infini::cuda

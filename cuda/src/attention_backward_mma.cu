@@ -53,7 +53,7 @@ __device__ WarpSpace warp_space(unsigned char* shared, int warp) {
 
 // dq (scaled) and delta for 64 query rows of one (b, h).
 template <class T, int D>
-__global__ void __launch_bounds__(kThreads) mma_dq_kernel(AttentionProblem p, T* dq, float* delta, const T* grad_out,
+__global__ void __launch_bounds__(kThreads, 1) mma_dq_kernel(AttentionProblem p, T* dq, float* delta, const T* grad_out,
                                                           const T* out, const float* lse) {
   extern __shared__ __align__(128) unsigned char shared[];
   T* const q_tile = reinterpret_cast<T*>(shared);
@@ -91,6 +91,15 @@ __global__ void __launch_bounds__(kThreads) mma_dq_kernel(AttentionProblem p, T*
   const float score_scale = static_cast<float>(p.scale) * kLog2e;
   Acc grad[D / 16];
   zero<D>(grad);
+  // Above D = 64, dO's fragments are read per tile: kept too, with dq's sums, they would not
+  // fit in the registers.
+  const OwnRows<T, D> queries(q_tile + 16 * warp * kPitch<D>);
+  const T* const own_grads_out = go_tile + 16 * warp * kPitch<D>;
+  struct NoRows {};
+  const auto grads_out = [&] {
+    if constexpr (D > 64) return NoRows{};
+    else return OwnRows<T, D>(own_grads_out);
+  }();
 
   for (std::int64_t j0 = 0; j0 < block_keys; j0 += kRows) {
     const int n = static_cast<int>(std::min<std::int64_t>(kRows, block_keys - j0));
@@ -98,8 +107,9 @@ __global__ void __launch_bounds__(kThreads) mma_dq_kernel(AttentionProblem p, T*
     load_rows<T, D>(k_tile, keys, j0, n);
     load_rows<T, D>(v_tile, values, j0, n);
     __syncthreads();
-    pair_products<T, D>(ws.scores, q_tile + 16 * warp * kPitch<D>, k_tile);
-    pair_products<T, D>(ws.dots, go_tile + 16 * warp * kPitch<D>, v_tile);
+    pair_products<T, D>(ws.scores, queries, k_tile);
+    if constexpr (D > 64) pair_products<T, D>(ws.dots, own_grads_out, v_tile);
+    else pair_products<T, D>(ws.dots, grads_out, v_tile);
     __syncwarp();
     const float* s = ws.scores + r * kScratchPitch<D> + half * 32;
     const float* dp = ws.dots + r * kScratchPitch<D> + half * 32;
@@ -146,6 +156,8 @@ __global__ void __launch_bounds__(kThreads, 1) mma_dkv_kernel(AttentionProblem p
   // Causal: query rows below j0 see none of these keys.
   const std::int64_t first_query = p.causal ? std::min(j0, p.q_len) / kRows * kRows : 0;
   const std::int64_t group_heads = p.heads / p.kv_heads;
+  __syncthreads();  // the key and value tiles are written
+  const OwnRows<T, D> own_keys(k_tile + 16 * warp * kPitch<D>), own_values(v_tile + 16 * warp * kPitch<D>);
   Acc grad_k[D / 16];
   zero<D>(grad_k);
   if constexpr (kDvInShared<D>) {
@@ -166,8 +178,8 @@ __global__ void __launch_bounds__(kThreads, 1) mma_dkv_kernel(AttentionProblem p
         tile_delta[t] = t < n ? delta[bh * p.q_len + i0 + t] : 0.0f;
       }
       __syncthreads();
-      pair_products<T, D>(ws.scores, k_tile + 16 * warp * kPitch<D>, q_tile);
-      pair_products<T, D>(ws.dots, v_tile + 16 * warp * kPitch<D>, go_tile);
+      pair_products<T, D>(ws.scores, own_keys, q_tile);
+      pair_products<T, D>(ws.dots, own_values, go_tile);
       __syncwarp();
       const float* s = ws.scores + r * kScratchPitch<D> + half * 32;
       const float* dp = ws.dots + r * kScratchPitch<D> + half * 32;

@@ -26,7 +26,7 @@ constexpr std::size_t forward_shared_bytes() {
 
 // out (B, H, Tq, D) of T, lse (B, H, Tq) float32 (natural log of the scaled scores' sum).
 template <class T, int D>
-__global__ void __launch_bounds__(kThreads) mma_forward_kernel(AttentionProblem p, T* out, float* lse) {
+__global__ void __launch_bounds__(kThreads, 1) mma_forward_kernel(AttentionProblem p, T* out, float* lse) {
   extern __shared__ __align__(128) unsigned char shared[];
   T* const q_tile = reinterpret_cast<T*>(shared);
   T* const k_tile = q_tile + kRows * kPitch<D>;
@@ -52,14 +52,16 @@ __global__ void __launch_bounds__(kThreads) mma_forward_kernel(AttentionProblem 
 #pragma unroll
   for (int e = 0; e < D / 2; ++e) acc[e] = 0;
   Acc tile_out[D / 16];
+  __syncthreads();  // the query tile is written
+  const OwnRows<T, D> queries(q_tile + 16 * warp * kPitch<D>);
 
   for (std::int64_t j0 = 0; j0 < block_keys; j0 += kRows) {
     const int n = static_cast<int>(std::min<std::int64_t>(kRows, block_keys - j0));
-    __syncthreads();  // the previous tiles have been read (and the query tile written)
+    __syncthreads();  // the previous tiles have been read
     load_rows<T, D>(k_tile, keys, j0, n);
     load_rows<T, D>(v_tile, values, j0, n);
     __syncthreads();
-    pair_products<T, D>(scratch, q_tile + 16 * warp * kPitch<D>, k_tile);
+    pair_products<T, D>(scratch, queries, k_tile);
     __syncwarp();
     const float* s = scratch + r * kScratchPitch<D> + half * 32;
     float tile_max = -kInf;

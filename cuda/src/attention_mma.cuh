@@ -64,24 +64,39 @@ __device__ void load_rows(T* tile, const T* src, std::int64_t row0, int n) {
   }
 }
 
-// out[r][c] = sum_d own[r][d] other[c][d] for the warp's 16 own rows (own points at the first)
-// and the 64 rows of the other tile: a (16, 64) float block at out (scratch pitch).
+// The warp's 16 own rows (own points at the first, in a row tile) as D / 16 fragments, loaded
+// once and kept in registers for every tile of the other side.
 template <class T, int D>
-__device__ void pair_products(float* out, const T* own, const T* other) {
+struct OwnRows {
+  RowA<T> part[D / 16];
+  __device__ explicit OwnRows(const T* own) {
+#pragma unroll
+    for (int k = 0; k < D / 16; ++k) wmma::load_matrix_sync(part[k], own + k * 16, kPitch<D>);
+  }
+};
+
+// out[r][c] = sum_d own[r][d] other[c][d] for the warp's 16 own rows and the 64 rows of the
+// other tile: a (16, 64) float block at out (scratch pitch).
+template <class T, int D>
+__device__ void pair_products(float* out, const OwnRows<T, D>& own, const T* other) {
 #pragma unroll
   for (int c = 0; c < kRows / 16; ++c) {
     Acc acc;
     wmma::fill_fragment(acc, 0.0f);
 #pragma unroll
     for (int k = 0; k < D / 16; ++k) {
-      RowA<T> a;
       ColB<T> b;
-      wmma::load_matrix_sync(a, own + k * 16, kPitch<D>);
       wmma::load_matrix_sync(b, other + c * 16 * kPitch<D> + k * 16, kPitch<D>);
-      wmma::mma_sync(acc, a, b, acc);
+      wmma::mma_sync(acc, own.part[k], b, acc);
     }
     wmma::store_matrix_sync(out + c * 16, acc, kScratchPitch<D>, wmma::mem_row_major);
   }
+}
+// The same with the own rows read from their row tile for this call only (fewer live
+// registers across the caller's loop).
+template <class T, int D>
+__device__ void pair_products(float* out, const T* own, const T* other) {
+  pair_products<T, D>(out, OwnRows<T, D>(own), other);
 }
 
 // acc[c] += weights (16, 64) x rows (64, D), output dims 16 c .. 16 c + 15; the 64 rows are

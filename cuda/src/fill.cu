@@ -44,7 +44,7 @@ void fill(const StridedArray& dst, const void* value, int device) {
     case ElementType::F64: launch<std::uint64_t>(shape, numel, value); break;
     default: throw CudaError("fill: unknown element type");
   }
-  detail::after_launch("fill");
+  detail::after_launch("fill", {static_cast<int>(dst.type), numel, shape.ndim});
 }
 
 }  // namespace infini::cuda

@@ -260,7 +260,9 @@ void gemm(const GemmProblem& problem, int device) {
     chunk.out = static_cast<char*>(problem.out) + start * problem.m * problem.n * item;
     lt_matmul(lt, chunk, std::min<std::int64_t>(problem.batch - start, INT_MAX), device);
   }
-  detail::after_launch("matmul", {static_cast<int>(problem.type), problem.batch, problem.m, problem.n, problem.k});
+  detail::after_launch("matmul", {static_cast<int>(problem.type), problem.batch, problem.m, problem.n, problem.k,
+                                  problem.a.col_major, problem.b.col_major, problem.a.ld, problem.b.ld,
+                                  problem.beta != 0});
 }
 
 }  // namespace infini::cuda

@@ -59,9 +59,12 @@ __device__ inline std::int64_t offset_of(const StridedArray& a, std::int64_t i) 
 }
 
 // N arrays of one shape (a kernel parameter): sizes and each array's strides, in elements.
+// narrow: every linear index fits in 31 bits, so offsets_of unravels in 32-bit arithmetic
+// (a 64-bit division costs several times a 32-bit one).
 template <int N>
 struct SharedShape {
   int ndim = 0;
+  bool narrow = false;
   std::int64_t sizes[kMaxDims] = {};
   std::int64_t strides[N][kMaxDims] = {};
 };
@@ -75,25 +78,32 @@ SharedShape<N> shared_shape(const StridedArray* const (&arrays)[N]) {
     s.sizes[d] = arrays[0]->sizes[d];
     for (int k = 0; k < N; ++k) s.strides[k][d] = arrays[k]->strides[d];
   }
+  s.narrow = numel(*arrays[0]) < (std::int64_t{1} << 31);
   return s;
 }
 
 // off[k] = offset of the element with row-major index i in array k; the index is unravelled
 // once for all arrays.
-template <int N>
-__device__ inline void offsets_of(const SharedShape<N>& s, std::int64_t i, std::int64_t (&off)[N]) {
+template <int N, class I>
+__device__ inline void unravel(const SharedShape<N>& s, I i, std::int64_t (&off)[N]) {
 #pragma unroll
   for (int k = 0; k < N; ++k) off[k] = 0;
   for (int d = s.ndim - 1; d > 0; --d) {
-    const std::int64_t q = i / s.sizes[d], r = i - q * s.sizes[d];
+    const I size = static_cast<I>(s.sizes[d]);
+    const I q = i / size, r = i - q * size;
 #pragma unroll
-    for (int k = 0; k < N; ++k) off[k] += r * s.strides[k][d];
+    for (int k = 0; k < N; ++k) off[k] += static_cast<std::int64_t>(r) * s.strides[k][d];
     i = q;
   }
   if (s.ndim > 0) {
 #pragma unroll
-    for (int k = 0; k < N; ++k) off[k] += i * s.strides[k][0];
+    for (int k = 0; k < N; ++k) off[k] += static_cast<std::int64_t>(i) * s.strides[k][0];
   }
+}
+template <int N>
+__device__ inline void offsets_of(const SharedShape<N>& s, std::int64_t i, std::int64_t (&off)[N]) {
+  if (s.narrow) unravel(s, static_cast<std::uint32_t>(i), off);
+  else unravel(s, i, off);
 }
 
 // Grid-stride loop bounds: for (i = first_index(); i < n; i += grid_step()).

@@ -391,11 +391,65 @@ Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& targe
   return reduce("binary_cross_entropy_with_logits", loss, reduction);
 }
 
+namespace {
+
+// layer_norm of float32/64 rows through the fused kernels: x as rows (N, C) with C the
+// normalized elements; weight and bias (when given) of x's dtype and device. Its backward is
+// the kernels', or the same formula in differentiable ops when the gradient needs a graph
+// (create_graph).
+Tensor fused_layer_norm(const Tensor& x, const Shape& normalized_shape, const std::optional<Tensor>& weight,
+                        const std::optional<Tensor>& bias, double eps) {
+  std::int64_t c = 1;
+  for (std::int64_t d : normalized_shape) c *= d;
+  const Tensor rows = x.reshape({-1, c});
+  const Tensor w = weight ? weight->reshape({c}) : Tensor(), b = bias ? bias->reshape({c}) : Tensor();
+  auto [y, row_mean, row_rstd] = kernels::layer_norm_forward(rows, w, b, eps);
+  TensorList inputs{rows};
+  if (w.defined()) inputs.push_back(w);
+  if (b.defined()) inputs.push_back(b);
+  record("layer_norm", inputs, {y}, {rows, row_mean, row_rstd, w},
+         [eps, has_w = w.defined(), has_b = b.defined(), count = inputs.size()](const TensorList& g,
+                                                                                const TensorList& s) {
+           TensorList grads(count);
+           if (!g[0].defined()) return grads;
+           const std::size_t bias_at = has_w ? 2 : 1;
+           const bool need_w = has_w && autograd::input_grad_needed(1);
+           const bool need_b = has_b && autograd::input_grad_needed(bias_at);
+           if (!GradMode::is_enabled()) {
+             auto [dx, dw, db] = kernels::layer_norm_backward(g[0], s[0], s[1], s[2], s[3], need_w, need_b);
+             grads[0] = dx;
+             if (need_w) grads[1] = dw;
+             if (need_b) grads[bias_at] = db;
+             return grads;
+           }
+           const Tensor centered = sub(s[0], mean(s[0], {1}, true));
+           const Tensor r = rsqrt(add(mean(mul(centered, centered), {1}, true), eps));
+           const Tensor x_hat = mul(centered, r);
+           const Tensor gw = has_w ? mul(g[0], s[3]) : g[0];
+           grads[0] = mul(r, sub(sub(gw, mean(gw, {1}, true)), mul(x_hat, mean(mul(gw, x_hat), {1}, true))));
+           if (need_w) grads[1] = sum(mul(g[0], x_hat), {0});
+           if (need_b) grads[bias_at] = sum(g[0], {0});
+           return grads;
+         });
+  return y.view(x.shape());
+}
+
+bool fused_layer_norm_applies(const Tensor& x, const std::optional<Tensor>& weight,
+                              const std::optional<Tensor>& bias) {
+  const auto fits = [&](const std::optional<Tensor>& p) {
+    return !p || (p->dtype() == x.dtype() && p->device() == x.device());
+  };
+  return (x.dtype() == kFloat32 || x.dtype() == kFloat64) && x.numel() > 0 && fits(weight) && fits(bias);
+}
+
+}  // namespace
+
 Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const std::optional<Tensor>& weight,
                   const std::optional<Tensor>& bias, double eps) {
   if (const AutocastRegion cast(CastPolicy::kFloat32, x); cast)
     return layer_norm(cast(x), normalized_shape, cast(weight), cast(bias), eps);
   const std::vector<std::int64_t> dims = normalized_dims("layer_norm", x, normalized_shape, weight, bias);
+  if (fused_layer_norm_applies(x, weight, bias)) return fused_layer_norm(x, normalized_shape, weight, bias, eps);
   const Tensor centered = sub(x, mean(x, dims, true));
   const Tensor variance = mean(mul(centered, centered), dims, true);
   Tensor y = mul(centered, rsqrt(add(variance, eps)));

@@ -8,6 +8,7 @@ export import :shape;
 export import :reduce_ops;
 export import :attention;
 export import :cross_entropy;
+export import :layer_norm;
 export import :index;
 export import :linalg;
 export import :conv;

@@ -221,7 +221,9 @@ const bool registered = [] {
          return std::vector<OpSample>{
              {"(2,3,4) affine", {leaf({2, 3, 4}, -2, 2, 11), leaf({4}, 0.5, 1.5, 12), leaf({4}, -1, 1, 13)}},
              {"transposed input", {leaf({2, 4, 3}, -2, 2, 14), leaf({4}, 0.5, 1.5, 15), leaf({4}, -1, 1, 16)},
-              [](const TensorList& l) { return TensorList{l[0].transpose(1, 2), l[1], l[2]}; }}};
+              [](const TensorList& l) { return TensorList{l[0].transpose(1, 2), l[1], l[2]}; }},
+             // 150 rows: the fused kernels sum the affine gradients over chunks of 64 rows.
+             {"(50,3,4) affine", {leaf({50, 3, 4}, -2, 2, 21), leaf({4}, 0.5, 1.5, 22), leaf({4}, -1, 1, 23)}}};
        },
        .gradgrad = true});
   op_registry().push_back(

@@ -1,0 +1,122 @@
+// One GPU's building blocks of a GPT-2 124M training step (B = 16, T = 1024, bfloat16 under
+// autocast), each timed to completion (synchronize after every iteration): the linear
+// layers' products with and without bias (TFLOP/s at 2 M N K per product), the tensor-core
+// attention forward and forward + backward (causal, 12 heads of 64), layer norm forward and
+// forward + backward on float32 rows, and the copies around them (a bias broadcast, the
+// head transpose, a float32 -> bfloat16 cast; GB/s read + written). Skipped without a GPU.
+//   build/release/bin/cuda_bench --benchmark_repetitions=3
+#include <benchmark/benchmark.h>
+
+#include <cstdint>
+import infini.autograd;
+
+using namespace infini;
+
+namespace {
+
+const Device kGpu = Device::cuda(0);
+constexpr std::int64_t kRows = 16 * 1024;  // B * T
+
+bool skip_without_gpu(benchmark::State& state) {
+  if (cuda_device_count() > 0) return false;
+  state.SkipWithError("no CUDA device");
+  return true;
+}
+
+Tensor gpu_randn(const Shape& shape, DataType dtype) {
+  return randn(shape, {.dtype = kFloat32, .device = kGpu}).to(dtype);
+}
+
+void set_rate(benchmark::State& state, const char* name, double per_iteration) {
+  state.counters[name] = benchmark::Counter(per_iteration * static_cast<double>(state.iterations()),
+                                            benchmark::Counter::kIsRate);
+}
+
+// linear(x (rows, K), W (N, K), bias (N) or none) in bfloat16.
+void LinearBf16(benchmark::State& state) {
+  if (skip_without_gpu(state)) return;
+  const std::int64_t k = state.range(0), n = state.range(1);
+  const Tensor x = gpu_randn({kRows, k}, kBFloat16), w = gpu_randn({n, k}, kBFloat16);
+  const Tensor b = state.range(2) != 0 ? gpu_randn({n}, kBFloat16) : Tensor();
+  NoGradGuard no_grad;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(linear(x, w, b));
+    synchronize(kGpu);
+  }
+  set_rate(state, "TFLOP/s", 2e-12 * kRows * n * k);
+}
+
+// scaled_dot_product_attention on (16, 12, 1024, 64) bfloat16, causal; range(0) = 1 adds
+// the backward.
+void AttentionBf16(benchmark::State& state) {
+  if (skip_without_gpu(state)) return;
+  const bool backward = state.range(0) != 0;
+  const Shape shape{16, 12, 1024, 64};
+  const Tensor q = gpu_randn(shape, kBFloat16).requires_grad_(backward);
+  const Tensor k = gpu_randn(shape, kBFloat16).requires_grad_(backward);
+  const Tensor v = gpu_randn(shape, kBFloat16).requires_grad_(backward);
+  const Tensor grad = gpu_randn(shape, kBFloat16);
+  for (auto _ : state) {
+    const Tensor out = scaled_dot_product_attention(q, k, v, {}, 0.0, true);
+    if (backward) out.backward(grad);
+    synchronize(kGpu);
+  }
+  // Causal: half the score matrix; 2 products forward, 5 more backward (FlashAttention-2's count).
+  const double products = backward ? 7 : 2;
+  set_rate(state, "TFLOP/s", 1e-12 * products * 16 * 12 * 1024.0 * 1024 * 64);
+}
+
+// layer_norm over 768 features of (rows, 768) float32; range(0) = 1 adds the backward.
+void LayerNormF32(benchmark::State& state) {
+  if (skip_without_gpu(state)) return;
+  const bool backward = state.range(0) != 0;
+  const Tensor x = gpu_randn({kRows, 768}, kFloat32).requires_grad_(backward);
+  const Tensor w = gpu_randn({768}, kFloat32).requires_grad_(backward);
+  const Tensor b = gpu_randn({768}, kFloat32).requires_grad_(backward);
+  const Tensor grad = gpu_randn({kRows, 768}, kFloat32);
+  for (auto _ : state) {
+    const Tensor y = layer_norm(x, {768}, w, b, 1e-5);
+    if (backward) y.backward(grad);
+    synchronize(kGpu);
+  }
+  set_rate(state, "GB/s", 1e-9 * (backward ? 5 : 2) * 4.0 * kRows * 768);
+}
+
+// Copies: 0 a (2304) bias broadcast to (rows, 2304) bfloat16; 1 the (B, T, H, D) -> (B, H,
+// T, D) transpose of bfloat16 heads; 2 a (rows, 768) float32 -> bfloat16 cast.
+void Copy(benchmark::State& state) {
+  if (skip_without_gpu(state)) return;
+  Tensor src;
+  double bytes = 0;
+  switch (state.range(0)) {
+    case 0:
+      src = gpu_randn({2304}, kBFloat16).expand({kRows, 2304});
+      bytes = 2.0 * kRows * 2304;
+      break;
+    case 1:
+      src = gpu_randn({16, 1024, 12, 64}, kBFloat16).transpose(1, 2);
+      bytes = 4.0 * kRows * 768;
+      break;
+    default:
+      src = gpu_randn({kRows, 768}, kFloat32);
+      bytes = 6.0 * kRows * 768;
+  }
+  NoGradGuard no_grad;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(state.range(0) == 2 ? src.to(kBFloat16) : src.contiguous());
+    synchronize(kGpu);
+  }
+  set_rate(state, "GB/s", 1e-9 * bytes);
+}
+
+void timed(benchmark::internal::Benchmark* b) { b->Unit(benchmark::kMillisecond)->UseRealTime(); }
+
+}  // namespace
+
+BENCHMARK(LinearBf16)->Apply(timed)->ArgNames({"K", "N", "bias"})
+    ->Args({768, 2304, 1})->Args({768, 2304, 0})->Args({768, 3072, 1})->Args({768, 3072, 0})
+    ->Args({3072, 768, 1})->Args({768, 768, 1})->Args({768, 50304, 0});
+BENCHMARK(AttentionBf16)->Apply(timed)->ArgName("backward")->Arg(0)->Arg(1);
+BENCHMARK(LayerNormF32)->Apply(timed)->ArgName("backward")->Arg(0)->Arg(1);
+BENCHMARK(Copy)->Apply(timed)->ArgName("kind")->Arg(0)->Arg(1)->Arg(2);
+BENCHMARK_MAIN();

@@ -1,0 +1,31 @@
+// Fused layer norm over rows (plain C++ interface); semantics as in
+// modules/kernels/layer_norm.cppm.
+#pragma once
+
+#include <cstdint>
+
+#include "infini/cuda/cuda.h"
+
+namespace infini::cuda {
+
+// rows x cols contiguous of `type` (F32 or F64); weight/bias (cols) of `type` or null.
+struct LayerNormRows {
+  ElementType type = ElementType::F32;
+  std::int64_t rows = 0, cols = 0;
+  const void* x = nullptr;
+  const void* weight = nullptr;
+  const void* bias = nullptr;
+};
+
+// y (rows, cols), mean and rstd (rows), all of `type`.
+void layer_norm_forward(void* y, void* mean, void* rstd, const LayerNormRows& rows, double eps, int device);
+
+// Elements of scratch layer_norm_backward needs (of `type`) when it sums dweight or dbias.
+std::int64_t layer_norm_backward_scratch(const LayerNormRows& rows);
+
+// dx (rows, cols) from dy (rows, cols) and the forward's mean and rstd; dweight and dbias
+// (cols, either may be null) are column sums over fixed chunks of rows, added in chunk order.
+void layer_norm_backward(void* dx, void* dweight, void* dbias, const void* dy, const void* mean, const void* rstd,
+                         void* scratch, const LayerNormRows& rows, int device);
+
+}  // namespace infini::cuda

@@ -1,0 +1,175 @@
+// Fused layer norm: a warp per row, each row read in 32-lane strides (coalesced) and summed
+// with a fixed butterfly, so results are reproducible. The affine gradients are column sums:
+// a first kernel sums fixed chunks of 64 rows per column, a second adds the chunks in order.
+// Statistics and sums are taken in the element type (float32 or float64).
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+#include "infini/cuda/layer_norm.h"
+#include "launch.cuh"
+#include "strided.cuh"
+
+namespace infini::cuda {
+namespace {
+
+constexpr int kRowsPerBlock = 8;  // warps per block, a row each
+constexpr int kChunkRows = 64;
+constexpr int kColumnThreads = 256;
+constexpr unsigned kAllLanes = 0xffffffffu;
+
+template <class T>
+__device__ T warp_sum(T x) {
+  for (int o = 16; o > 0; o /= 2) x += __shfl_xor_sync(kAllLanes, x, o);
+  return x;
+}
+
+__device__ inline double rsqrt_of(double x) { return rsqrt(x); }
+__device__ inline float rsqrt_of(float x) { return 1.0f / sqrtf(x); }
+
+template <class T>
+__global__ void forward_kernel(T* y, T* mean, T* rstd, const T* x, const T* weight, const T* bias, std::int64_t rows,
+                               std::int64_t cols, T eps) {
+  const std::int64_t i = std::int64_t{blockIdx.x} * kRowsPerBlock + threadIdx.x / 32;
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  if (i >= rows) return;
+  const T* row = x + i * cols;
+  T sum = 0;
+  for (std::int64_t j = lane; j < cols; j += 32) sum += row[j];
+  const T m = warp_sum(sum) / static_cast<T>(cols);
+  T squares = 0;
+  for (std::int64_t j = lane; j < cols; j += 32) {
+    const T d = row[j] - m;
+    squares += d * d;
+  }
+  const T r = rsqrt_of(warp_sum(squares) / static_cast<T>(cols) + eps);
+  if (lane == 0) {
+    mean[i] = m;
+    rstd[i] = r;
+  }
+  T* out = y + i * cols;
+  for (std::int64_t j = lane; j < cols; j += 32) {
+    T v = (row[j] - m) * r;
+    if (weight != nullptr) v *= weight[j];
+    if (bias != nullptr) v += bias[j];
+    out[j] = v;
+  }
+}
+
+template <class T>
+__global__ void backward_rows_kernel(T* dx, const T* dy, const T* x, const T* mean, const T* rstd, const T* weight,
+                                     std::int64_t rows, std::int64_t cols) {
+  const std::int64_t i = std::int64_t{blockIdx.x} * kRowsPerBlock + threadIdx.x / 32;
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  if (i >= rows) return;
+  const T* g_row = dy + i * cols;
+  const T* x_row = x + i * cols;
+  const T m = mean[i], r = rstd[i];
+  T g_sum = 0, gx_sum = 0;
+  for (std::int64_t j = lane; j < cols; j += 32) {
+    const T g = weight != nullptr ? g_row[j] * weight[j] : g_row[j];
+    g_sum += g;
+    gx_sum += g * ((x_row[j] - m) * r);
+  }
+  const T g_mean = warp_sum(g_sum) / static_cast<T>(cols), gx_mean = warp_sum(gx_sum) / static_cast<T>(cols);
+  T* out = dx + i * cols;
+  for (std::int64_t j = lane; j < cols; j += 32) {
+    const T g = weight != nullptr ? g_row[j] * weight[j] : g_row[j];
+    out[j] = r * (g - g_mean - (x_row[j] - m) * r * gx_mean);
+  }
+}
+
+// partial[chunk][0][j] = sum of dy * x_hat, partial[chunk][1][j] = sum of dy over the
+// chunk's rows, in row order; block (column block, first chunk), the chunks gridDim.y apart.
+template <class T>
+__global__ void column_partials_kernel(T* partial, const T* dy, const T* x, const T* mean, const T* rstd,
+                                       std::int64_t rows, std::int64_t cols) {
+  const std::int64_t j = std::int64_t{blockIdx.x} * kColumnThreads + threadIdx.x;
+  if (j >= cols) return;
+  for (std::int64_t chunk = blockIdx.y; chunk * kChunkRows < rows; chunk += gridDim.y) {
+    T w = 0, b = 0;
+    const std::int64_t end = std::min(rows, (chunk + 1) * kChunkRows);
+    for (std::int64_t i = chunk * kChunkRows; i < end; ++i) {
+      const T g = dy[i * cols + j];
+      w += g * ((x[i * cols + j] - mean[i]) * rstd[i]);
+      b += g;
+    }
+    partial[(chunk * 2) * cols + j] = w;
+    partial[(chunk * 2 + 1) * cols + j] = b;
+  }
+}
+
+template <class T>
+__global__ void column_sums_kernel(T* dweight, T* dbias, const T* partial, std::int64_t chunks, std::int64_t cols) {
+  const std::int64_t j = std::int64_t{blockIdx.x} * kColumnThreads + threadIdx.x;
+  if (j >= cols) return;
+  T w = 0, b = 0;
+  for (std::int64_t chunk = 0; chunk < chunks; ++chunk) {
+    w += partial[(chunk * 2) * cols + j];
+    b += partial[(chunk * 2 + 1) * cols + j];
+  }
+  if (dweight != nullptr) dweight[j] = w;
+  if (dbias != nullptr) dbias[j] = b;
+}
+
+template <class F>
+void visit_float(ElementType type, const char* op, F&& f) {
+  if (type == ElementType::F32) return f(float{});
+  if (type == ElementType::F64) return f(double{});
+  throw CudaError(std::string(op) + ": expected float32 or float64 rows");
+}
+
+unsigned row_blocks(std::int64_t rows, const char* op) {
+  const std::int64_t blocks = (rows + kRowsPerBlock - 1) / kRowsPerBlock;
+  if (blocks > 0x7fffffff) throw CudaError(std::string(op) + ": too many rows for one launch");
+  return static_cast<unsigned>(blocks);
+}
+
+std::int64_t chunks_of(std::int64_t rows) { return (rows + kChunkRows - 1) / kChunkRows; }
+
+}  // namespace
+
+void layer_norm_forward(void* y, void* mean, void* rstd, const LayerNormRows& p, double eps, int device) {
+  constexpr const char* op = "layer_norm";
+  if (p.rows == 0) return;
+  detail::use_device(device);
+  visit_float(p.type, op, [&](auto zero) {
+    using T = decltype(zero);
+    forward_kernel<T><<<row_blocks(p.rows, op), kRowsPerBlock * 32, 0, detail::stream()>>>(
+        static_cast<T*>(y), static_cast<T*>(mean), static_cast<T*>(rstd), static_cast<const T*>(p.x),
+        static_cast<const T*>(p.weight), static_cast<const T*>(p.bias), p.rows, p.cols, static_cast<T>(eps));
+  });
+  detail::after_launch(op, {static_cast<int>(p.type)});
+}
+
+std::int64_t layer_norm_backward_scratch(const LayerNormRows& p) { return chunks_of(p.rows) * 2 * p.cols; }
+
+void layer_norm_backward(void* dx, void* dweight, void* dbias, const void* dy, const void* mean, const void* rstd,
+                         void* scratch, const LayerNormRows& p, int device) {
+  constexpr const char* op = "layer_norm_backward";
+  detail::use_device(device);
+  visit_float(p.type, op, [&](auto zero) {
+    using T = decltype(zero);
+    const auto* g = static_cast<const T*>(dy);
+    const auto* x = static_cast<const T*>(p.x);
+    const auto* m = static_cast<const T*>(mean);
+    const auto* r = static_cast<const T*>(rstd);
+    if (p.rows > 0)
+      backward_rows_kernel<T><<<row_blocks(p.rows, op), kRowsPerBlock * 32, 0, detail::stream()>>>(
+          static_cast<T*>(dx), g, x, m, r, static_cast<const T*>(p.weight), p.rows, p.cols);
+    if ((dweight == nullptr && dbias == nullptr) || p.cols == 0) return;
+    const std::int64_t chunks = chunks_of(p.rows);
+    const auto column_blocks = static_cast<unsigned>((p.cols + kColumnThreads - 1) / kColumnThreads);
+    auto* partial = static_cast<T*>(scratch);
+    if (chunks > 0)
+      column_partials_kernel<T><<<dim3(column_blocks, static_cast<unsigned>(std::min<std::int64_t>(chunks, 65535))),
+                                  kColumnThreads, 0,
+                                  detail::stream()>>>(partial, g, x, m, r, p.rows, p.cols);
+    column_sums_kernel<T><<<column_blocks, kColumnThreads, 0, detail::stream()>>>(
+        static_cast<T*>(dweight), static_cast<T*>(dbias), partial, chunks, p.cols);
+  });
+  detail::after_launch(op, {static_cast<int>(p.type)});
+}
+
+}  // namespace infini::cuda

@@ -1,0 +1,59 @@
+// Argument checks and layout preparation for the fused layer-norm kernels.
+module;
+#include <cstdint>
+#include <string_view>
+#include <vector>
+module infini.kernels;
+
+namespace infini::kernels {
+namespace {
+
+constexpr std::string_view kOp = "layer_norm";
+
+void check(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  if (x.dim() != 2) throw ShapeError(kOp, concat("expected rows (N, C), got shape ", x.shape()));
+  if (x.dtype() != kFloat32 && x.dtype() != kFloat64)
+    throw DTypeError(kOp, concat("fused rows must be float32 or float64, got ", x.dtype()));
+  for (const Tensor* p : {&weight, &bias}) {
+    if (!p->defined()) continue;
+    if (p->shape() != Shape{x.shape()[1]})
+      throw ShapeError(kOp, concat("expected weight and bias of shape [", x.shape()[1], "], got ", p->shape()));
+    if (p->dtype() != x.dtype())
+      throw DTypeError(kOp, concat("weight and bias must be ", x.dtype(), " like the input, got ", p->dtype()));
+    if (p->device() != x.device())
+      throw DeviceError(kOp, concat("input on ", x.device(), " but weight or bias on ", p->device()));
+  }
+}
+
+Tensor contiguous_or_undefined(const Tensor& t) { return t.defined() ? t.contiguous() : t; }
+
+}  // namespace
+
+LayerNormRows layer_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps) {
+  NoGradGuard no_grad;
+  check(x, weight, bias);
+  const std::int64_t n = x.shape()[0];
+  const DataType stats = x.dtype();  // float32 or float64, as the kernels promise
+  LayerNormRows r{empty(x.shape(), {.dtype = x.dtype(), .device = x.device()}),
+                  empty({n}, {.dtype = stats, .device = x.device()}), empty({n}, {.dtype = stats, .device = x.device()})};
+  KernelTable<LayerNormForwardKernel>::call(x.device(), r.y, r.mean, r.rstd, x.contiguous(),
+                                            contiguous_or_undefined(weight), contiguous_or_undefined(bias), eps);
+  return r;
+}
+
+LayerNormGrads layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& mean, const Tensor& rstd,
+                                   const Tensor& weight, bool need_weight, bool need_bias) {
+  NoGradGuard no_grad;
+  check(x, weight, Tensor());
+  if (dy.shape() != x.shape())
+    throw ShapeError(kOp, concat("gradient of shape ", dy.shape(), " for an input of shape ", x.shape()));
+  const std::int64_t c = x.shape()[1];
+  const TensorOptions options{.dtype = x.dtype(), .device = x.device()};
+  LayerNormGrads g{empty(x.shape(), options), need_weight ? empty({c}, options) : Tensor(),
+                   need_bias ? empty({c}, options) : Tensor()};
+  KernelTable<LayerNormBackwardKernel>::call(x.device(), g.dx, g.dweight, g.dbias, dy.to(x.dtype()).contiguous(),
+                                             x.contiguous(), mean, rstd, contiguous_or_undefined(weight));
+  return g;
+}
+
+}  // namespace infini::kernels

@@ -1,0 +1,104 @@
+// The fused layer-norm kernels behind layer_norm (float32/64 rows): float32 against a naive
+// float64 loop on rows far from zero (the two-pass variance), every affine combination,
+// float32 gradients against float64 ones, more rows than one 64-row chunk of the affine
+// sums, zero rows, and mixed dtypes (the composed path). The op table entry gradchecks and
+// gradgradchecks it in float64 (nn_functional_ops_test.cpp).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "op_info.h"
+
+namespace infini::test {
+namespace {
+
+constexpr std::int64_t kRows = 70, kCols = 33;
+
+// y[i, j] = (x[i, j] - mean_i) / sqrt(var_i + eps) * w[j] + b[j], in float64.
+std::vector<double> naive_layer_norm(const std::vector<double>& x, const std::vector<double>* w,
+                                     const std::vector<double>* b, double eps) {
+  std::vector<double> y(x.size());
+  for (std::int64_t i = 0; i < kRows; ++i) {
+    double m = 0, v = 0;
+    for (std::int64_t j = 0; j < kCols; ++j) m += x[i * kCols + j];
+    m /= kCols;
+    for (std::int64_t j = 0; j < kCols; ++j) v += (x[i * kCols + j] - m) * (x[i * kCols + j] - m);
+    const double r = 1 / std::sqrt(v / kCols + eps);
+    for (std::int64_t j = 0; j < kCols; ++j) {
+      double e = (x[i * kCols + j] - m) * r;
+      if (w) e *= (*w)[j];
+      if (b) e += (*b)[j];
+      y[i * kCols + j] = e;
+    }
+  }
+  return y;
+}
+
+TEST(LayerNormFused, Float32RowsFarFromZeroMatchANaiveFloat64Loop) {
+  // Rows around 1000 with spread 1: a one-pass variance (E[x^2] - E[x]^2) in float32 loses it
+  // (errors near 1e-1). Two passes leave the float32 mean's rounding, up to half an ulp of 1000
+  // (3e-5) shifting a row, times rstd (about 1.7).
+  const Tensor x = add(sample({kRows, kCols}, -1, 1, 31), 1000.0).to(kFloat32);
+  const Tensor w = sample({kCols}, 0.5, 1.5, 32).to(kFloat32), b = sample({kCols}, -1, 1, 33).to(kFloat32);
+  const auto xv = values(x.to(kFloat64)), wv = values(w.to(kFloat64)), bv = values(b.to(kFloat64));
+  for (const bool with_w : {false, true})
+    for (const bool with_b : {false, true}) {
+      const Tensor y = layer_norm(x, {kCols}, with_w ? std::optional(w) : std::nullopt,
+                                  with_b ? std::optional(b) : std::nullopt, 1e-5);
+      ASSERT_EQ(y.dtype(), kFloat32);
+      const auto want = naive_layer_norm(xv, with_w ? &wv : nullptr, with_b ? &bv : nullptr, 1e-5);
+      const auto got = values(y.to(kFloat64));
+      for (std::size_t i = 0; i < got.size(); ++i)
+        ASSERT_NEAR(got[i], want[i], 1e-4 * (1 + std::abs(want[i]))) << "weight " << with_w << " bias " << with_b
+                                                                      << " element " << i;
+    }
+}
+
+TEST(LayerNormFused, Float32GradientsMatchFloat64AcrossChunksOfRows) {
+  const Tensor x64 = sample({kRows, kCols}, -2, 2, 34), w64 = sample({kCols}, 0.5, 1.5, 35);
+  const Tensor b64 = sample({kCols}, -1, 1, 36), g64 = sample({kRows, kCols}, -1, 1, 37);
+  auto grads = [&](DataType dtype) {
+    const Tensor x = x64.to(dtype).detach().requires_grad_(), w = w64.to(dtype).detach().requires_grad_();
+    const Tensor b = b64.to(dtype).detach().requires_grad_();
+    layer_norm(x, {kCols}, w, b, 1e-5).backward(g64.to(dtype));
+    return TensorList{x.grad().to(kFloat64), w.grad().to(kFloat64), b.grad().to(kFloat64)};
+  };
+  const TensorList want = grads(kFloat64), got = grads(kFloat32);
+  for (std::size_t k = 0; k < want.size(); ++k) {
+    const auto a = values(got[k]), e = values(want[k]);
+    for (std::size_t i = 0; i < a.size(); ++i)
+      ASSERT_NEAR(a[i], e[i], 1e-4 * (1 + std::abs(e[i]))) << "gradient " << k << " element " << i;
+  }
+  // Against the composed formula's column sums, independently: dbias is the sum of g over rows.
+  const auto g = values(g64), db = values(want[2]);
+  for (std::int64_t j = 0; j < kCols; ++j) {
+    double s = 0;
+    for (std::int64_t i = 0; i < kRows; ++i) s += g[i * kCols + j];
+    EXPECT_NEAR(db[j], s, 1e-12) << "column " << j;
+  }
+}
+
+TEST(LayerNormFused, ZeroRowsGiveEmptyResultsAndGradients) {
+  const Tensor x = zeros({0, 4}).requires_grad_(), w = ones({4}).requires_grad_(), b = zeros({4}).requires_grad_();
+  const Tensor y = layer_norm(x, {4}, w, b);
+  EXPECT_EQ(y.shape(), (Shape{0, 4}));
+  sum(y).backward();
+  EXPECT_EQ(x.grad().shape(), (Shape{0, 4}));
+  EXPECT_EQ(values(w.grad()), std::vector<double>(4, 0.0));
+  EXPECT_EQ(values(b.grad()), std::vector<double>(4, 0.0));
+}
+
+TEST(LayerNormFused, MixedDtypesPromoteThroughTheComposedForm) {
+  const Tensor x = sample({3, 4}, -2, 2, 38).to(kFloat32), w = sample({4}, 0.5, 1.5, 39);  // float64 weight
+  const Tensor y = layer_norm(x, {4}, w, std::nullopt);
+  EXPECT_EQ(y.dtype(), kFloat64);
+  const Tensor want = layer_norm(x.to(kFloat64), {4}, w, std::nullopt);
+  const auto a = values(y), e = values(want);
+  for (std::size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], e[i], 1e-6);
+}
+
+}  // namespace
+}  // namespace infini::test
