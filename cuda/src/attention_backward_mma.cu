@@ -65,12 +65,7 @@ __global__ void __launch_bounds__(kThreads, 1) mma_dq_kernel(AttentionProblem p,
   T* const ds_weights = static_cast<T*>(ws.dweights);
   const int r = lane / 2, half = lane % 2;
 
-  const std::int64_t bh = blockIdx.x / tiles_of(p.q_len), b = bh / p.heads, h = bh % p.heads;
-  const std::int64_t kv_head = b * p.kv_heads + h / (p.heads / p.kv_heads);
-  const T* const keys = static_cast<const T*>(p.k) + kv_head * p.kv_len * D;
-  const T* const values = static_cast<const T*>(p.v) + kv_head * p.kv_len * D;
-  const std::int64_t i0 = static_cast<std::int64_t>(blockIdx.x % tiles_of(p.q_len)) * kRows;
-  const int rows = static_cast<int>(std::min<std::int64_t>(kRows, p.q_len - i0));
+  const auto [bh, i0, rows, keys, values] = query_tile<T, D>(p);
   load_rows<T, D>(q_tile, static_cast<const T*>(p.q), bh * p.q_len + i0, rows);
   load_rows<T, D>(go_tile, grad_out, bh * p.q_len + i0, rows);
   __syncthreads();

@@ -26,7 +26,7 @@ constexpr std::size_t forward_shared_bytes() {
 
 // out (B, H, Tq, D) of T, lse (B, H, Tq) float32 (natural log of the scaled scores' sum).
 template <class T, int D>
-__global__ void __launch_bounds__(kThreads, 1) mma_forward_kernel(AttentionProblem p, T* out, float* lse) {
+__global__ void __launch_bounds__(kThreads) mma_forward_kernel(AttentionProblem p, T* out, float* lse) {
   extern __shared__ __align__(128) unsigned char shared[];
   T* const q_tile = reinterpret_cast<T*>(shared);
   T* const k_tile = q_tile + kRows * kPitch<D>;
@@ -36,12 +36,7 @@ __global__ void __launch_bounds__(kThreads, 1) mma_forward_kernel(AttentionProbl
   T* const weights = reinterpret_cast<T*>(shared + 3 * kTileBytes<D> + kWarps * kScratchBytes<D> + warp * kWeightBytes);
   const int r = lane / 2, half = lane % 2;  // own row (of the warp's 16) and half of the columns
 
-  const std::int64_t bh = blockIdx.x / tiles_of(p.q_len), b = bh / p.heads, h = bh % p.heads;
-  const std::int64_t kv_head = b * p.kv_heads + h / (p.heads / p.kv_heads);
-  const T* const keys = static_cast<const T*>(p.k) + kv_head * p.kv_len * D;
-  const T* const values = static_cast<const T*>(p.v) + kv_head * p.kv_len * D;
-  const std::int64_t i0 = static_cast<std::int64_t>(blockIdx.x % tiles_of(p.q_len)) * kRows;
-  const int rows = static_cast<int>(std::min<std::int64_t>(kRows, p.q_len - i0));
+  const auto [bh, i0, rows, keys, values] = query_tile<T, D>(p);
   load_rows<T, D>(q_tile, static_cast<const T*>(p.q), bh * p.q_len + i0, rows);
 
   const std::int64_t i = i0 + 16 * warp + r;
@@ -52,16 +47,14 @@ __global__ void __launch_bounds__(kThreads, 1) mma_forward_kernel(AttentionProbl
 #pragma unroll
   for (int e = 0; e < D / 2; ++e) acc[e] = 0;
   Acc tile_out[D / 16];
-  __syncthreads();  // the query tile is written
-  const OwnRows<T, D> queries(q_tile + 16 * warp * kPitch<D>);
 
   for (std::int64_t j0 = 0; j0 < block_keys; j0 += kRows) {
     const int n = static_cast<int>(std::min<std::int64_t>(kRows, block_keys - j0));
-    __syncthreads();  // the previous tiles have been read
+    __syncthreads();  // the previous tiles have been read (and the query tile written)
     load_rows<T, D>(k_tile, keys, j0, n);
     load_rows<T, D>(v_tile, values, j0, n);
     __syncthreads();
-    pair_products<T, D>(scratch, queries, k_tile);
+    pair_products<T, D>(scratch, q_tile + 16 * warp * kPitch<D>, k_tile);
     __syncwarp();
     const float* s = scratch + r * kScratchPitch<D> + half * 32;
     float tile_max = -kInf;

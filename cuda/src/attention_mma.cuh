@@ -181,6 +181,24 @@ void visit_16_bit(ElementType type, F&& f) {
 // Tiles of 64 rows over `rows` rows.
 __host__ __device__ inline std::int64_t tiles_of(std::int64_t rows) { return (rows + kRows - 1) / kRows; }
 
+// The query rows of this block (forward and dq pass): (b, h) with bh = b H + h, `rows` rows
+// from i0 on, and the keys and values (kv_len, D) of h's key/value head.
+template <class T, int D>
+struct QueryTile {
+  std::int64_t bh, i0;
+  int rows;
+  const T* keys;
+  const T* values;
+};
+template <class T, int D>
+__device__ QueryTile<T, D> query_tile(const AttentionProblem& p) {
+  const std::int64_t bh = blockIdx.x / tiles_of(p.q_len), b = bh / p.heads, h = bh % p.heads;
+  const std::int64_t kv_head = b * p.kv_heads + h / (p.heads / p.kv_heads);
+  const std::int64_t i0 = static_cast<std::int64_t>(blockIdx.x % tiles_of(p.q_len)) * kRows;
+  return {bh, i0, static_cast<int>(kRows < p.q_len - i0 ? kRows : p.q_len - i0),
+          static_cast<const T*>(p.k) + kv_head * p.kv_len * D, static_cast<const T*>(p.v) + kv_head * p.kv_len * D};
+}
+
 // One launch's grid: `groups` groups of `rows` rows, a block per tile; block x takes tile
 // x % tiles_of(rows) of group x / tiles_of(rows).
 inline unsigned blocks_for(std::int64_t groups, std::int64_t rows, const char* op) {

@@ -22,7 +22,9 @@ struct AttentionParams {
   PhiloxState dropout_state;
 };
 
-// out (B, H, Tq, Dv) and lse (B, H, Tq) float32/64 like q, written by the kernel.
+// q, k, v contiguous float32/64, or bfloat16/float16 where a kernel takes them as they are (on
+// CUDA: no mask, no dropout, D = Dv of 16, 32, 64 or 128); out (B, H, Tq, Dv) of q's dtype and
+// lse (B, H, Tq), float32 for 16-bit q, written by the kernel.
 struct AttentionForwardKernel {
   static constexpr std::string_view name = "scaled_dot_product_attention";
   using Fn = void (*)(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v,
@@ -43,7 +45,8 @@ struct AttentionResult {
   Tensor lse;  // (B, H, Tq)
 };
 // Checks shapes/dtypes/devices (errors name "scaled_dot_product_attention"), makes the
-// inputs contiguous and runs the forward kernel.
+// inputs contiguous (and 16-bit inputs float32 unless a kernel takes them) and runs the
+// forward kernel.
 AttentionResult attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
                                   const AttentionParams& params);
 struct AttentionGrads {
