@@ -1,5 +1,6 @@
 // CPU fused layer norm (see layer_norm.cppm): rows in parallel; each row's mean and variance
-// in two passes with float64 sums. The affine gradients are column sums over fixed chunks of
+// in two passes with float64 sums; the per-element math of the backward in the element type
+// like the CUDA kernel's, its row sums in float64. The affine gradients are column sums over fixed chunks of
 // 64 rows, each chunk's partial sums added in chunk order, so results do not depend on the
 // thread count.
 module;
@@ -14,21 +15,38 @@ namespace {
 
 constexpr std::int64_t kChunkRows = 64;
 
+// Row sums in float64 over 8 interleaved partial sums, added in a fixed order at the end:
+// independent chains the compiler can vectorize, the same bits on every run.
+constexpr int kPartials = 8;
+
+double total(const double (&part)[kPartials]) {
+  return ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
+}
+
+// part[j % kPartials] += term(j) for j < n, in blocks of kPartials (j ascending in each part).
+template <class F>
+void add_terms(double (&part)[kPartials], std::int64_t n, F&& term) {
+  std::int64_t j = 0;
+  for (; j + kPartials <= n; j += kPartials)
+    for (int k = 0; k < kPartials; ++k) part[k] += term(j + k);
+  for (; j < n; ++j) part[j % kPartials] += term(j);
+}
+
 template <class T>
 void forward_rows(T* y, T* mean, T* rstd, const T* x, const T* weight, const T* bias, std::int64_t n, std::int64_t c,
                   double eps) {
 #pragma omp parallel for schedule(static) if (n * c > 32768)
   for (std::int64_t i = 0; i < n; ++i) {
     const T* row = x + i * c;
-    double sum = 0;
-    for (std::int64_t j = 0; j < c; ++j) sum += row[j];
-    const T m = static_cast<T>(sum / static_cast<double>(c));
-    double squares = 0;
-    for (std::int64_t j = 0; j < c; ++j) {
+    double sums[kPartials] = {};
+    add_terms(sums, c, [&](std::int64_t j) { return static_cast<double>(row[j]); });
+    const T m = static_cast<T>(total(sums) / static_cast<double>(c));
+    double squares[kPartials] = {};
+    add_terms(squares, c, [&](std::int64_t j) {
       const double d = static_cast<double>(row[j]) - static_cast<double>(m);
-      squares += d * d;
-    }
-    const T r = static_cast<T>(1 / std::sqrt(squares / static_cast<double>(c) + eps));
+      return d * d;
+    });
+    const T r = static_cast<T>(1 / std::sqrt(total(squares) / static_cast<double>(c) + eps));
     mean[i] = m;
     rstd[i] = r;
     T* out = y + i * c;
@@ -55,25 +73,21 @@ void backward_rows(T* dx, T* dweight, T* dbias, const T* dy, const T* x, const T
     for (std::int64_t i = chunk * kChunkRows; i < std::min(n, (chunk + 1) * kChunkRows); ++i) {
       const T* g_row = dy + i * c;
       const T* x_row = x + i * c;
-      const double m = mean[i], r = rstd[i];
-      double g_sum = 0, gx_sum = 0;  // sums over the row of g and g * x_hat
-      for (std::int64_t j = 0; j < c; ++j) {
-        const double g = weight != nullptr ? static_cast<double>(g_row[j]) * weight[j] : g_row[j];
-        const double xh = (x_row[j] - m) * r;
-        g_sum += g;
-        gx_sum += g * xh;
-        if (sums) {
-          wsum[j] += g_row[j] * xh;
+      const T m = mean[i], r = rstd[i];
+      const auto g_of = [&](std::int64_t j) { return weight != nullptr ? g_row[j] * weight[j] : g_row[j]; };
+      double g_sum[kPartials] = {}, gx_sum[kPartials] = {};  // sums over the row of g and g * x_hat
+      add_terms(g_sum, c, [&](std::int64_t j) { return static_cast<double>(g_of(j)); });
+      add_terms(gx_sum, c, [&](std::int64_t j) { return static_cast<double>(g_of(j)) * ((x_row[j] - m) * r); });
+      if (sums)
+        for (std::int64_t j = 0; j < c; ++j) {
+          const T xh = (x_row[j] - m) * r;
+          wsum[j] += static_cast<double>(g_row[j]) * xh;
           bsum[j] += g_row[j];
         }
-      }
-      const double g_mean = g_sum / static_cast<double>(c), gx_mean = gx_sum / static_cast<double>(c);
+      const T g_mean = static_cast<T>(total(g_sum) / static_cast<double>(c));
+      const T gx_mean = static_cast<T>(total(gx_sum) / static_cast<double>(c));
       T* out = dx + i * c;
-      for (std::int64_t j = 0; j < c; ++j) {
-        const double g = weight != nullptr ? static_cast<double>(g_row[j]) * weight[j] : g_row[j];
-        const double xh = (x_row[j] - m) * r;
-        out[j] = static_cast<T>(r * (g - g_mean - xh * gx_mean));
-      }
+      for (std::int64_t j = 0; j < c; ++j) out[j] = r * (g_of(j) - g_mean - (x_row[j] - m) * r * gx_mean);
     }
   }
   if (!sums) return;
