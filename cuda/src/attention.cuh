@@ -18,6 +18,7 @@
 #include "check.cuh"
 #include "infini/cuda/attention.h"
 #include "infini/math/philox.h"
+#include "warp_shuffle.cuh"
 
 namespace infini::cuda::detail {
 
@@ -34,13 +35,6 @@ __device__ T dot(const T* a, const T* b, std::int64_t n) {
   return s;
 }
 
-// The same butterfly on every lane gives every lane the same bits (each step adds the same
-// two values, in either order).
-template <class T>
-__device__ T warp_sum(T x) {
-  for (int o = 16; o > 0; o /= 2) x += __shfl_xor_sync(kAllLanes, x, o);
-  return x;
-}
 // The largest non-NaN value (-inf when there is none).
 template <class T>
 __device__ T warp_max(T x) {

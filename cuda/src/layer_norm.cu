@@ -10,6 +10,7 @@
 #include "infini/cuda/layer_norm.h"
 #include "launch.cuh"
 #include "strided.cuh"
+#include "warp_shuffle.cuh"
 
 namespace infini::cuda {
 namespace {
@@ -17,13 +18,7 @@ namespace {
 constexpr int kRowsPerBlock = 8;  // warps per block, a row each
 constexpr int kChunkRows = 64;
 constexpr int kColumnThreads = 256;
-constexpr unsigned kAllLanes = 0xffffffffu;
-
-template <class T>
-__device__ T warp_sum(T x) {
-  for (int o = 16; o > 0; o /= 2) x += __shfl_xor_sync(kAllLanes, x, o);
-  return x;
-}
+using detail::warp_sum;
 
 __device__ inline double rsqrt_of(double x) { return rsqrt(x); }
 __device__ inline float rsqrt_of(float x) { return 1.0f / sqrtf(x); }

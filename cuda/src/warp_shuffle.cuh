@@ -40,6 +40,14 @@ __device__ A shuffle_from(const A& v, int from) {
   return shuffle_with(v, [from](auto x) { return __shfl_sync(kFullWarp, x, from); });
 }
 
+// The sum over the warp's 32 lanes of a float or double, in a fixed xor butterfly: every
+// lane gets the same bits (each step adds the same two values, in either order).
+template <class T>
+__device__ T warp_sum(T x) {
+  for (int o = 16; o > 0; o /= 2) x += __shfl_xor_sync(kFullWarp, x, o);
+  return x;
+}
+
 // A value and the index where it occurs (arg reductions, running max/min).
 template <class C>
 struct ValueIndex {
