@@ -3,7 +3,9 @@
 // layers' products with and without bias (TFLOP/s at 2 M N K per product), the tensor-core
 // attention forward and forward + backward (causal, 12 heads of 64), layer norm forward and
 // forward + backward on float32 rows, and the copies around them (a bias broadcast, the
-// head transpose, a float32 -> bfloat16 cast; GB/s read + written). Skipped without a GPU.
+// head transpose, a float32 -> bfloat16 cast; GB/s read + written), the cross-entropy over
+// the vocabulary on bfloat16 logits, and the backward of the q, k, v views of the fused
+// projection. Skipped without a GPU.
 //   build/release/bin/cuda_bench --benchmark_repetitions=3
 #include <benchmark/benchmark.h>
 
@@ -109,6 +111,45 @@ void Copy(benchmark::State& state) {
   set_rate(state, "GB/s", 1e-9 * bytes);
 }
 
+// Mean cross-entropy of (rows, 50304) bfloat16 logits under autocast (float32 loss, read
+// as bfloat16 by the fused kernel), forward + backward: the logits read twice, their
+// gradient written once.
+void CrossEntropyBf16(benchmark::State& state) {
+  if (skip_without_gpu(state)) return;
+  constexpr std::int64_t vocab = 50304;
+  const Tensor logits = gpu_randn({kRows, vocab}, kBFloat16).requires_grad_();
+  const Tensor targets = randint(0, vocab, {kRows}, {.dtype = kInt64, .device = kGpu});
+  for (auto _ : state) {
+    Tensor loss;
+    {
+      AutocastGuard autocast(DeviceType::CUDA, kBFloat16);
+      loss = cross_entropy(logits, targets);
+    }
+    loss.backward();
+    logits.set_grad(Tensor());
+    synchronize(kGpu);
+  }
+  set_rate(state, "GB/s", 1e-9 * 6.0 * kRows * vocab);
+}
+
+// The gradient of qkv (B, T, 3C) bfloat16 from those of q, k, v (B, 12, T, 64): split along
+// the channels, each piece viewed as heads and transposed (GPT-2's attention input).
+void QkvHeadsBackwardBf16(benchmark::State& state) {
+  if (skip_without_gpu(state)) return;
+  constexpr std::int64_t B = 16, T = 1024, C = 768, H = 12;
+  const Tensor x = gpu_randn({B, T, 3 * C}, kBFloat16).requires_grad_();
+  const TensorList grads{gpu_randn({B, H, T, C / H}, kBFloat16), gpu_randn({B, H, T, C / H}, kBFloat16),
+                         gpu_randn({B, H, T, C / H}, kBFloat16)};
+  for (auto _ : state) {
+    TensorList heads;
+    for (const Tensor& part : split(mul(x, 1.0), C, 2)) heads.push_back(part.view({B, T, H, C / H}).transpose(1, 2));
+    autograd::backward(heads, grads);
+    x.set_grad(Tensor());
+    synchronize(kGpu);
+  }
+  set_rate(state, "GB/s", 1e-9 * 2.0 * 2 * B * T * 3 * C);  // g in, dqkv out (mul's passes not counted)
+}
+
 void timed(benchmark::internal::Benchmark* b) { b->Unit(benchmark::kMillisecond)->UseRealTime(); }
 
 }  // namespace
@@ -119,4 +160,6 @@ BENCHMARK(LinearBf16)->Apply(timed)->ArgNames({"K", "N", "bias"})
 BENCHMARK(AttentionBf16)->Apply(timed)->ArgName("backward")->Arg(0)->Arg(1);
 BENCHMARK(LayerNormF32)->Apply(timed)->ArgName("backward")->Arg(0)->Arg(1);
 BENCHMARK(Copy)->Apply(timed)->ArgName("kind")->Arg(0)->Arg(1)->Arg(2);
+BENCHMARK(CrossEntropyBf16)->Apply(timed);
+BENCHMARK(QkvHeadsBackwardBf16)->Apply(timed);
 BENCHMARK_MAIN();

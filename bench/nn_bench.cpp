@@ -1,6 +1,7 @@
 // Forward + backward of the nn functional hot spots at GPT-2 (124M) shapes with B = 4,
-// T = 64: softmax / cross-entropy over the vocabulary, layer_norm over C = 768, and the
-// fused causal attention with 12 heads of 64.
+// T = 64: softmax / cross-entropy over the vocabulary, layer_norm over C = 768, the fused
+// causal attention with 12 heads of 64, and the backward of the views that take q, k, v
+// out of the fused projection.
 //   build/release/bin/nn_bench
 #include <benchmark/benchmark.h>
 
@@ -60,10 +61,32 @@ void CausalAttentionForwardBackward(benchmark::State& state) {
                                                  benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
 }
 
+// qkv (B, T, 3C) -> q, k, v (B, 12, T, 64) through pieces along the channels, each viewed as
+// heads and transposed, and back: the gradient of qkv from those of q, k, v. range(0) = 0
+// takes the pieces with Tensor::slice (a view node each), 1 with split (one node whose
+// backward is a cat).
+void QkvHeadsBackward(benchmark::State& state) {
+  constexpr std::int64_t B = 4, T = kRows / B, C = 768, H = 12;
+  const bool use_split = state.range(0) != 0;
+  Tensor x = randn({B, T, 3 * C}).requires_grad_();
+  const TensorList grads{randn({B, H, T, C / H}), randn({B, H, T, C / H}), randn({B, H, T, C / H})};
+  for (auto _ : state) {
+    const Tensor qkv = mul(x, 1.0);
+    const TensorList parts = use_split ? split(qkv, C, 2)
+                                       : TensorList{qkv.slice(2, 0, C), qkv.slice(2, C, 2 * C), qkv.slice(2, 2 * C)};
+    TensorList heads;
+    for (const Tensor& part : parts) heads.push_back(part.view({B, T, H, C / H}).transpose(1, 2));
+    autograd::backward(heads, grads);
+    x.set_grad(Tensor());
+  }
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) * x.nbytes() * 2);  // g in, dqkv out
+}
+
 BENCHMARK(SoftmaxForwardBackward)->Arg(50304)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(CrossEntropyForwardBackward)->Arg(50304)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(LayerNormForwardBackward)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(CausalAttentionForwardBackward)->Arg(64)->Arg(256)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(QkvHeadsBackward)->ArgName("split")->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 

@@ -2,7 +2,8 @@
 // reduce), so two runs give the same bits. Mirrors modules/kernels/cpu/cross_entropy.cpp:
 // the log-sum-exp is kept in float64 for float32 logits too (exp of each shifted logit in
 // float32, their sum in float64), and the float32 backward takes exp(x - s) * exp(s - lse)
-// with s = lse rounded to float32.
+// with s = lse rounded to float32. bfloat16/float16 logits are read as they are and
+// computed in float32, their loss float32: the bits of casting them to float32 first.
 #include <cub/block/block_reduce.cuh>
 
 #include <algorithm>
@@ -36,67 +37,69 @@ __device__ inline float exp_of(float x) { return expf(x); }
 __device__ inline double exp_of(double x) { return exp(x); }
 
 // Row i: lse[i] = shift + log(sum_c exp(x[c] - shift)) with shift the row's maximum (0 when
-// that is infinite), the sum in float64; loss[i] = lse[i] - x[target] in T. An out-of-range
-// target leaves loss 0 and lowers *bad to its row (integer atomicMin: order-independent).
-template <class T>
-__global__ void forward_kernel(CrossEntropyRows r, T* loss, double* lse, unsigned long long* bad) {
-  using MaxReduce = cub::BlockReduce<T, kRowThreads>;
+// that is infinite), the sum in float64; loss[i] = lse[i] - x[target] in C (float32 for
+// 16-bit logits, which are widened as they are read). An out-of-range target leaves loss 0
+// and lowers *bad to its row (integer atomicMin: order-independent).
+template <class T, class C = detail::compute_t<T>>
+__global__ void forward_kernel(CrossEntropyRows r, C* loss, double* lse, unsigned long long* bad) {
+  using MaxReduce = cub::BlockReduce<C, kRowThreads>;
   using SumReduce = cub::BlockReduce<double, kRowThreads>;
   __shared__ union {
     typename MaxReduce::TempStorage max;
     typename SumReduce::TempStorage sum;
   } temp;
-  __shared__ T row_shift;
+  __shared__ C row_shift;
   for (std::int64_t i = blockIdx.x; i < r.rows; i += gridDim.x) {
     const T* x = static_cast<const T*>(r.logits) + i * r.row_stride;
-    T local_max = -INFINITY;
-    for (std::int64_t j = threadIdx.x; j < r.classes; j += kRowThreads) local_max = Max{}(local_max, x[j]);
-    const T row_max = MaxReduce(temp.max).Reduce(local_max, Max{});
-    if (threadIdx.x == 0) row_shift = isinf(row_max) ? T(0) : row_max;
+    C local_max = -INFINITY;
+    for (std::int64_t j = threadIdx.x; j < r.classes; j += kRowThreads) local_max = Max{}(local_max, detail::widen(x[j]));
+    const C row_max = MaxReduce(temp.max).Reduce(local_max, Max{});
+    if (threadIdx.x == 0) row_shift = isinf(row_max) ? C(0) : row_max;
     __syncthreads();
-    const T shift = row_shift;
+    const C shift = row_shift;
     double local_sum = 0;
     for (std::int64_t j = threadIdx.x; j < r.classes; j += kRowThreads)
-      local_sum += static_cast<double>(exp_of(x[j] - shift));
+      local_sum += static_cast<double>(exp_of(detail::widen(x[j]) - shift));
     const double sum = SumReduce(temp.sum).Sum(local_sum);
     if (threadIdx.x == 0) {
       const double row_lse = static_cast<double>(shift) + log(sum);
       lse[i] = row_lse;
       const std::int64_t c = r.target[i];
       if (c == r.ignore_index) {
-        loss[i] = T(0);
+        loss[i] = C(0);
       } else if (c < 0 || c >= r.classes) {
         atomicMin(bad, static_cast<unsigned long long>(i));
-        loss[i] = T(0);
+        loss[i] = C(0);
       } else {
-        loss[i] = static_cast<T>(row_lse - static_cast<double>(x[c]));
+        loss[i] = static_cast<C>(row_lse - static_cast<double>(detail::widen(x[c])));
       }
     }
     __syncthreads();  // temp and row_shift are reused by the next row
   }
 }
 
-// Row i of grad = g (exp(x - lse) - one_hot(target)), 0 for ignored/out-of-range targets.
-// The products are rounded before the one-hot subtraction (no fused multiply-add), as on the CPU.
-template <class T>
-__global__ void backward_kernel(CrossEntropyRows r, T* grad, const T* grad_loss, const double* lse) {
+// Row i of grad = g (exp(x - lse) - one_hot(target)), 0 for ignored/out-of-range targets,
+// computed in C (grad_loss is C) and rounded once into T. The products are rounded before
+// the one-hot subtraction (no fused multiply-add), as on the CPU.
+template <class T, class C = detail::compute_t<T>>
+__global__ void backward_kernel(CrossEntropyRows r, T* grad, const C* grad_loss, const double* lse) {
   for (std::int64_t i = blockIdx.x; i < r.rows; i += gridDim.x) {
     T* out = grad + i * r.classes;
     const std::int64_t c = r.target[i];
     if (c == r.ignore_index || c < 0 || c >= r.classes) {
-      for (std::int64_t j = threadIdx.x; j < r.classes; j += kRowThreads) out[j] = T(0);
+      for (std::int64_t j = threadIdx.x; j < r.classes; j += kRowThreads) out[j] = detail::convert<T>(C(0));
       continue;
     }
     const T* x = static_cast<const T*>(r.logits) + i * r.row_stride;
-    const T g = grad_loss[i];
+    const C g = grad_loss[i];
     const double l = lse[i];
-    if constexpr (std::is_same_v<T, float>) {
+    if constexpr (std::is_same_v<C, float>) {
       const float shift = static_cast<float>(l);
       const float correction = isfinite(l) ? static_cast<float>(exp(static_cast<double>(shift) - l)) : 1.0f;
       const float scale = __fmul_rn(g, correction);
       for (std::int64_t j = threadIdx.x; j < r.classes; j += kRowThreads) {
-        const float p = __fmul_rn(scale, expf(x[j] - shift));
-        out[j] = j == c ? p - g : p;
+        const float p = __fmul_rn(scale, expf(detail::widen(x[j]) - shift));
+        out[j] = detail::convert<T>(j == c ? p - g : p);
       }
     } else {
       for (std::int64_t j = threadIdx.x; j < r.classes; j += kRowThreads) {
@@ -107,13 +110,6 @@ __global__ void backward_kernel(CrossEntropyRows r, T* grad, const T* grad_loss,
   }
 }
 
-template <class F>
-void visit_logits(ElementType type, const char* op, F&& f) {
-  if (type == ElementType::F32) return f(detail::Tag<float>{});
-  if (type == ElementType::F64) return f(detail::Tag<double>{});
-  throw CudaError(std::string(op) + ": logits must be float32 or float64");
-}
-
 }  // namespace
 
 BadTarget cross_entropy_forward(void* loss, double* lse, const CrossEntropyRows& rows, std::int64_t* scratch,
@@ -122,10 +118,10 @@ BadTarget cross_entropy_forward(void* loss, double* lse, const CrossEntropyRows&
   detail::use_device(device);
   auto* bad = reinterpret_cast<unsigned long long*>(scratch);
   detail::check(cudaMemsetAsync(bad, 0xFF, sizeof(*bad), detail::stream()), "cross_entropy: cudaMemsetAsync");
-  visit_logits(rows.type, "cross_entropy", [&](auto tag) {
+  detail::visit_floating(rows.type, "cross_entropy", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    forward_kernel<T><<<row_blocks(rows.rows), kRowThreads, 0, detail::stream()>>>(rows, static_cast<T*>(loss), lse,
-                                                                                   bad);
+    forward_kernel<T><<<row_blocks(rows.rows), kRowThreads, 0, detail::stream()>>>(
+        rows, static_cast<detail::compute_t<T>*>(loss), lse, bad);
   });
   detail::after_launch("cross_entropy");
   unsigned long long first_bad = 0;
@@ -145,10 +141,10 @@ void cross_entropy_backward(void* grad_logits, const void* grad_loss, const doub
                             int device) {
   if (rows.rows == 0 || rows.classes == 0) return;
   detail::use_device(device);
-  visit_logits(rows.type, "cross_entropy_backward", [&](auto tag) {
+  detail::visit_floating(rows.type, "cross_entropy_backward", [&](auto tag) {
     using T = typename decltype(tag)::type;
     backward_kernel<T><<<row_blocks(rows.rows), kRowThreads, 0, detail::stream()>>>(
-        rows, static_cast<T*>(grad_logits), static_cast<const T*>(grad_loss), lse);
+        rows, static_cast<T*>(grad_logits), static_cast<const detail::compute_t<T>*>(grad_loss), lse);
   });
   detail::after_launch("cross_entropy_backward");
 }

@@ -1,5 +1,5 @@
-// gemm: batched out = alpha * a @ b + beta * out through cuBLASLt, with one handle and one
-// 32 MiB workspace per device, created on first use.
+// gemm: batched out = alpha * a @ b + beta * out (+ bias) through cuBLASLt, with one handle
+// and one 32 MiB workspace per device, created on first use.
 //
 // cuBLAS is column-major; out (m, n) row-major is the column-major (n, m) matrix out^T, so
 // each product is computed as out^T = b^T a^T: b is cuBLAS's "A" and a its "B".
@@ -7,6 +7,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <chrono>
 #include <climits>
 #include <cstdint>
 #include <map>
@@ -127,12 +128,14 @@ Types types_of(const GemmProblem& p) {
 struct Plan {
   Descriptors d;
   cublasLtMatmulHeuristicResult_t heuristic{};
+  bool bias_epilogue = false;  // the bias is added by the product (its pointer set per call)
+  std::mutex bias_mutex;       // held from setting that pointer to the call that reads it
 };
 
 struct PlanKey {
   int device;
   ElementType type;
-  bool tf32, a_col_major, b_col_major;
+  bool tf32, a_col_major, b_col_major, bias;
   std::int64_t m, n, k, lda, ldb, a_stride, b_stride, batch;
   std::uint32_t a_alignment, b_alignment, out_alignment;
   auto operator<=>(const PlanKey&) const = default;
@@ -140,8 +143,14 @@ struct PlanKey {
 
 constexpr std::size_t kMaxPlans = 4096;
 
+// Whether a product adds its bias in cuBLASLt's epilogue: a bias aligned to 16 bytes (its
+// vectors' loads) and a plan that has the epilogue.
+bool epilogue_bias(const GemmProblem& p) {
+  return p.bias != nullptr && reinterpret_cast<std::uintptr_t>(p.bias) % 16 == 0;
+}
+
 PlanKey key_of(const GemmProblem& p, std::int64_t batch, std::int64_t item, int device) {
-  return {device, p.type, p.allow_tf32, p.a.col_major, p.b.col_major, p.m, p.n, p.k, p.a.ld, p.b.ld,
+  return {device, p.type, p.allow_tf32, p.a.col_major, p.b.col_major, epilogue_bias(p), p.m, p.n, p.k, p.a.ld, p.b.ld,
           p.a.batch_stride, p.b.batch_stride, batch, alignment(p.a.data, p.a.batch_stride * item, batch),
           alignment(p.b.data, p.b.batch_stride * item, batch), alignment(p.out, p.m * p.n * item, batch)};
 }
@@ -188,8 +197,25 @@ std::unique_ptr<Plan> make_plan(const LtContext& lt, const GemmProblem& p, const
                  "cublasLtMatmulPreferenceSetAttribute(REDUCTION_SCHEME_MASK)");
 
   // The heuristic's first choice: a fixed function of the problem and the GPU, with a
-  // fixed-order reduction (above), so results are reproducible.
+  // fixed-order reduction (above), so results are reproducible. With a bias, the first
+  // choice among the algorithms with the bias epilogue (a bias of the output's type, one
+  // per row of cuBLAS's column-major D = out^T, so one per column of out), or, if none has
+  // it, a plan without it.
   int found = 0;
+  if (key.bias) {
+    const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+    check_status(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)),
+                 "cublasLtMatmulDescSetAttribute(EPILOGUE)");
+    if (cublasLtMatmulAlgoGetHeuristic(lt.handle, d.op, d.a, d.b, d.out, d.out, d.preference, 1, &plan->heuristic,
+                                       &found) == CUBLAS_STATUS_SUCCESS &&
+        found > 0) {
+      plan->bias_epilogue = true;
+      return plan;
+    }
+    const cublasLtEpilogue_t none = CUBLASLT_EPILOGUE_DEFAULT;
+    check_status(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &none, sizeof(none)),
+                 "cublasLtMatmulDescSetAttribute(EPILOGUE)");
+  }
   check_status(cublasLtMatmulAlgoGetHeuristic(lt.handle, d.op, d.a, d.b, d.out, d.out, d.preference, 1,
                                               &plan->heuristic, &found),
                "cublasLtMatmulAlgoGetHeuristic");
@@ -200,28 +226,58 @@ std::unique_ptr<Plan> make_plan(const LtContext& lt, const GemmProblem& p, const
 }
 
 // The plan of a product, made on first use.
-const Plan& plan_for(const LtContext& lt, const GemmProblem& p, std::int64_t batch, int device) {
+Plan& plan_for(const LtContext& lt, const GemmProblem& p, std::int64_t batch, int device) {
   static std::mutex mutex;
   static auto* plans = new std::map<PlanKey, std::unique_ptr<Plan>>();  // never destroyed: see context()
   const PlanKey key = key_of(p, batch, types_of(p).item, device);
   std::lock_guard lock(mutex);
   if (auto it = plans->find(key); it != plans->end()) return *it->second;
   if (plans->size() >= kMaxPlans) plans->clear();
-  return *plans->emplace(key, make_plan(lt, p, key)).first->second;
+  const auto start = std::chrono::steady_clock::now();
+  std::unique_ptr<Plan> plan = make_plan(lt, p, key);
+  if (detail::profiling_ops())
+    detail::profile_host("matmul plan",
+                         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+  return *plans->emplace(key, std::move(plan)).first->second;
 }
 
-// One cublasLtMatmul over batch <= INT_MAX products.
-void lt_matmul(const LtContext& lt, const GemmProblem& p, std::int64_t batch, int device) {
+// out[r, c] = bias[c] for the rows x n elements of out (of T): the bias written first, for
+// a product then added with beta = 1.
+template <class T>
+__global__ void bias_rows_kernel(T* out, const T* bias, std::int64_t count, std::int64_t n) {
+  for (std::int64_t i = detail::first_index(); i < count; i += detail::grid_step()) out[i] = bias[i % n];
+}
+
+void write_bias_rows(const GemmProblem& p) {
+  const std::int64_t count = p.batch * p.m * p.n;
+  detail::visit_floating(p.type, "matmul", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    bias_rows_kernel<<<detail::blocks_for(count), detail::kThreads, 0, detail::stream()>>>(
+        static_cast<T*>(p.out), static_cast<const T*>(p.bias), count, p.n);
+  });
+}
+
+// One cublasLtMatmul over batch <= INT_MAX products. Returns false when the plan has no
+// bias epilogue for p's bias (the caller adds it).
+bool lt_matmul(const LtContext& lt, const GemmProblem& p, std::int64_t batch, int device) {
   const bool f64 = p.type == ElementType::F64;
-  const Plan& plan = plan_for(lt, p, batch, device);
+  Plan& plan = plan_for(lt, p, batch, device);
+  if (p.bias != nullptr && !plan.bias_epilogue) return false;
   const Descriptors& d = plan.d;
   const float alpha32 = static_cast<float>(p.alpha), beta32 = static_cast<float>(p.beta);
   const void* alpha = f64 ? static_cast<const void*>(&p.alpha) : &alpha32;
   const void* beta = f64 ? static_cast<const void*>(&p.beta) : &beta32;
+  std::unique_lock<std::mutex> bias_lock;
+  if (plan.bias_epilogue) {
+    bias_lock = std::unique_lock(plan.bias_mutex);
+    check_status(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &p.bias, sizeof(p.bias)),
+                 "cublasLtMatmulDescSetAttribute(BIAS_POINTER)");
+  }
   // beta == 0: cuBLASLt does not read C, so old values (NaN included) do not leak.
   check_status(cublasLtMatmul(lt.handle, d.op, alpha, p.b.data, d.a, p.a.data, d.b, beta, p.out, d.out, p.out, d.out,
                               &plan.heuristic.algo, lt.workspace, kWorkspaceBytes, detail::stream()),
                "cublasLtMatmul");
+  return true;
 }
 
 // out[i] = beta * out[i] for i < n, computed in C (float for 16-bit T) and rounded once;
@@ -238,6 +294,11 @@ void gemm(const GemmProblem& problem, int device) {
   const std::int64_t item = types_of(problem).item;
   if (problem.batch == 0 || problem.m == 0 || problem.n == 0) return;
   detail::use_device(device);
+  if (problem.k == 0 && problem.bias != nullptr) {  // empty sums: out = bias
+    write_bias_rows(problem);
+    detail::after_launch("matmul");
+    return;
+  }
   if (problem.k == 0) {  // empty sums: out = beta * out
     const std::int64_t n = problem.batch * problem.m * problem.n;
     detail::visit(problem.type, "matmul", [&](auto tag) {
@@ -258,11 +319,21 @@ void gemm(const GemmProblem& problem, int device) {
     chunk.a.data = static_cast<const char*>(problem.a.data) + start * problem.a.batch_stride * item;
     chunk.b.data = static_cast<const char*>(problem.b.data) + start * problem.b.batch_stride * item;
     chunk.out = static_cast<char*>(problem.out) + start * problem.m * problem.n * item;
-    lt_matmul(lt, chunk, std::min<std::int64_t>(problem.batch - start, INT_MAX), device);
+    chunk.batch = std::min<std::int64_t>(problem.batch - start, INT_MAX);
+    if (!lt_matmul(lt, chunk, chunk.batch, device)) {  // no bias epilogue: the bias first, then out += a @ b
+      write_bias_rows(chunk);
+      chunk.bias = nullptr;
+      chunk.beta = 1;
+      lt_matmul(lt, chunk, chunk.batch, device);
+    }
   }
+  // The profile's variant ends with the operands' smallest alignment in bytes.
   detail::after_launch("matmul", {static_cast<int>(problem.type), problem.batch, problem.m, problem.n, problem.k,
                                   problem.a.col_major, problem.b.col_major, problem.a.ld, problem.b.ld,
-                                  problem.beta != 0});
+                                  problem.beta != 0, problem.bias != nullptr,
+                                  std::min({alignment(problem.a.data, problem.a.batch_stride * item, problem.batch),
+                                            alignment(problem.b.data, problem.b.batch_stride * item, problem.batch),
+                                            alignment(problem.out, problem.m * problem.n * item, problem.batch)})});
 }
 
 }  // namespace infini::cuda

@@ -22,6 +22,8 @@ bool sync_after_each_op();
 // With INFINI_CUDA_PROFILE=1 every op's times are added up under its name and variant, and
 // the table is printed at exit (op_profile.cu).
 void profile_mark(const char* op, std::initializer_list<long long> variant);
+// Adds host-only work of an op (a cuBLASLt plan lookup, ...) to the profile as its own row.
+void profile_host(const char* what, double ms);
 // Reads back the profile's pending events (called by synchronize).
 void profile_resolve();
 

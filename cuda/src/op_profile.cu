@@ -4,7 +4,8 @@
 // - gpu ms: start to end of its own launches (a host stall inside the op, such as a read
 //   back, counts here too);
 // - idle ms: from the previous op's end to this op's start, the GPU waiting for the host;
-// - host ms: the host time from the previous op's launches to this one's.
+// - host ms: the host time from the previous op's launches to this one's (rows of host-only
+//   work, such as "matmul plan", count only their own time, which is also in the op's row).
 // Events are read back in batches (and at every synchronize); the table is printed to
 // stderr at exit.
 #include <algorithm>
@@ -43,6 +44,12 @@ class OpProfile {
     pending_.push_back({std::move(key), start_, end});
     start_ = nullptr;
     if (pending_.size() >= kBatch) resolve();
+  }
+
+  void add_host(const std::string& key, double ms) {
+    Totals& totals = totals_[key];
+    ++totals.count;
+    totals.host_ms += ms;
   }
 
   // Waits for the pending events and adds up their intervals.
@@ -145,6 +152,8 @@ void profile_mark(const char* op, std::initializer_list<long long> variant) {
   if (variant.size() > 0) key += ")";
   profile().mark(std::move(key));
 }
+
+void profile_host(const char* what, double ms) { profile().add_host(what, ms); }
 
 void profile_resolve() {
   if (profiling_ops()) profile().resolve();

@@ -57,9 +57,12 @@ class AccumulateGrad : public Node {
     const bool create_graph = GradMode::is_enabled();
     if (!meta.grad.defined()) {
       // The incoming gradient itself when nothing else holds it, else a fresh copy: it may be
-      // shared with other leaves or views.
-      const bool keep = create_graph || (g.is_exclusive() && !g.requires_grad() && g.dtype() == leaf_.dtype());
-      meta.grad = keep ? g : g.detach().clone();
+      // shared with other leaves or views. A contiguous leaf gets a contiguous grad (a view's
+      // backward may hand over a permuted gradient), as optimizers and buckets expect.
+      const bool laid_out = g.is_contiguous() || !leaf_.is_contiguous();
+      if (create_graph) meta.grad = laid_out ? g : g.contiguous();
+      else if (g.is_exclusive() && !g.requires_grad() && g.dtype() == leaf_.dtype() && laid_out) meta.grad = g;
+      else meta.grad = g.detach().clone();
     } else if (create_graph || meta.grad.requires_grad()) {
       meta.grad = add(meta.grad, g);
     } else {

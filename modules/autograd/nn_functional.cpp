@@ -92,21 +92,24 @@ std::vector<std::int64_t> normalized_dims(std::string_view op, const Tensor& x, 
   return dims;
 }
 
-// Whether cross_entropy can run as the fused kernel: class indices for CPU float32/64
-// logits (N, C) or (C), no class weights, no label smoothing. Everything else (and every
-// shape error) takes the composed path.
+// Whether cross_entropy can run as the fused kernel: class indices for floating logits
+// (N, C) or (C), no class weights, no label smoothing. Everything else (and every shape
+// error) takes the composed path.
 bool fused_cross_entropy_applies(const Tensor& input, const Tensor& target, const CrossEntropyOptions& options) {
   const bool indices = !is_floating_point(target.dtype()) && target.dtype() != kBool;
   const bool shapes = (input.dim() == 2 && target.dim() == 1 && target.shape()[0] == input.shape()[0]) ||
                       (input.dim() == 1 && target.dim() == 0);
-  return indices && shapes && input.device() == target.device() &&
-         (input.dtype() == kFloat32 || input.dtype() == kFloat64) && !options.weight && options.label_smoothing == 0;
+  return indices && shapes && input.device() == target.device() && is_floating_point(input.dtype()) &&
+         !options.weight && options.label_smoothing == 0;
 }
 
-// cross_entropy through the fused kernel (see fused_cross_entropy_applies). Its backward
-// is the kernel's (softmax - one-hot) rows, or the same formula in differentiable ops
-// when the gradient needs a graph (create_graph).
-Tensor fused_cross_entropy(const Tensor& input, const Tensor& target, const CrossEntropyOptions& options) {
+// cross_entropy through the fused kernel (see fused_cross_entropy_applies). 16-bit logits
+// are computed in float32 (rows of float32 loss, the gradient rounded once into the logits'
+// dtype); the result is returned in `result_dtype`. The backward is the kernel's
+// (softmax - one-hot) rows, or the same formula in differentiable ops when the gradient
+// needs a graph (create_graph).
+Tensor fused_cross_entropy(const Tensor& input, const Tensor& target, const CrossEntropyOptions& options,
+                           DataType result_dtype) {
   const bool unbatched = input.dim() == 1;
   const Tensor logits = unbatched ? input.unsqueeze(0) : input;  // (N, C)
   const Tensor t = (unbatched ? target.reshape({1}) : target).to(kInt64);
@@ -115,19 +118,20 @@ Tensor fused_cross_entropy(const Tensor& input, const Tensor& target, const Cros
   record("cross_entropy", {logits}, {rows}, {logits, lse, t}, [ignore](const TensorList& g, const TensorList& s) {
     if (!g[0].defined()) return TensorList{Tensor()};
     if (!GradMode::is_enabled()) return TensorList{kernels::cross_entropy_backward(g[0], s[0], s[1], s[2], ignore)};
-    const Tensor& x = s[0];
+    const Tensor x = s[0].to(g[0].dtype());  // the loss's dtype: float32 for 16-bit logits
     const Tensor classes = arange(x.shape()[1], {.dtype = kInt64, .device = x.device()}).unsqueeze(0);
     const Tensor onehot = eq(s[2].unsqueeze(1), classes).to(x.dtype());
     const Tensor row_grad = mul(g[0], ne(s[2], ignore).to(x.dtype())).unsqueeze(1);  // (N, 1)
-    return TensorList{mul(sub(softmax(x, 1), onehot), row_grad)};
+    return TensorList{mul(sub(softmax(x, 1), onehot), row_grad).to(s[0].dtype())};
   });
+  Tensor loss = rows;
   switch (options.reduction) {
-    case Reduction::None: return unbatched ? rows.reshape({}) : rows;
-    case Reduction::Sum: return sum(rows);
-    case Reduction::Mean: return div(sum(rows), sum(ne(t, ignore).to(rows.dtype())));
+    case Reduction::None: loss = unbatched ? rows.reshape({}) : rows; break;
+    case Reduction::Sum: loss = sum(rows); break;
+    case Reduction::Mean: loss = div(sum(rows), sum(ne(t, ignore).to(rows.dtype()))); break;
     case Reduction::BatchMean: reject_batch_mean("cross_entropy");
   }
-  return rows;
+  return loss.to(result_dtype);
 }
 
 // log(1 + exp(-x)) = max(-x, 0) + log1p(exp(-|x|)): no exp overflows, for any x. Its
@@ -242,13 +246,19 @@ Tensor nll_loss(const Tensor& input, const Tensor& target, const CrossEntropyOpt
 }
 
 Tensor cross_entropy(const Tensor& input, const Tensor& target, const CrossEntropyOptions& options) {
-  if (const AutocastRegion cast(CastPolicy::kFloat32, input); cast)
+  if (const AutocastRegion cast(CastPolicy::kFloat32, input); cast) {
+    // The fused kernel reads 16-bit logits as they are and computes in float32: the float32
+    // result of casting them first, without float32 copies of the logits and their gradient.
+    if (fused_cross_entropy_applies(input, target, options) && input.dtype() != kFloat64)
+      return fused_cross_entropy(input, target, options, kFloat32);
     return cross_entropy(cast(input), cast(target), float32_options(cast, options));
+  }
   check_floating("cross_entropy", input);
   if (options.reduction == Reduction::BatchMean) reject_batch_mean("cross_entropy");  // before nll_loss sees it
   if (options.label_smoothing < 0 || options.label_smoothing > 1)
     throw Error("cross_entropy", concat("label_smoothing must be in [0, 1], got ", options.label_smoothing));
-  if (fused_cross_entropy_applies(input, target, options)) return fused_cross_entropy(input, target, options);
+  if (fused_cross_entropy_applies(input, target, options))
+    return fused_cross_entropy(input, target, options, input.dtype());
   const std::int64_t class_dim = input.dim() == 1 ? 0 : 1;
   const Tensor logp = log_softmax(input, class_dim);
   const std::int64_t classes = input.shape()[class_dim];

@@ -259,11 +259,52 @@ Tensor stack(const TensorList& tensors, std::int64_t dim) {
   return y;
 }
 
-TensorList split(const Tensor& x, std::int64_t split_size, std::int64_t dim) { return x.split(split_size, dim); }
-TensorList split(const Tensor& x, const std::vector<std::int64_t>& split_sizes, std::int64_t dim) {
-  return x.split(split_sizes, dim);
+// ---- splitting ----
+
+namespace {
+
+// The pieces Tensor::split / Tensor::chunk cut (checked there), as fresh views of x along
+// dim, recorded as one op: its backward is a single cat of the pieces' gradients (zeros for
+// pieces that got none), where one view per piece would scatter each gradient into its own
+// zero-filled buffer of x's size and sum those. The pieces are views of a tensor in the
+// graph, so in-place writes into them are refused like those into any such view.
+TensorList pieces_of(std::string_view op, const Tensor& x, const TensorList& cut, std::int64_t dim) {
+  if (!any_needs_grad({x})) return cut;
+  const std::int64_t d = wrap_dim(op, dim, x.dim());
+  TensorList pieces;
+  std::vector<Shape> shapes;
+  std::int64_t start = 0;
+  {
+    NoGradGuard no_grad;
+    for (const Tensor& c : cut) {  // own views: split of an empty dim hands back x itself
+      pieces.push_back(x.narrow(d, start, c.shape()[d]));
+      shapes.push_back(c.shape());
+      start += c.shape()[d];
+    }
+  }
+  record(op, {x}, pieces, {}, [d, shapes, dtype = x.dtype(), device = x.device()](const TensorList& g, const TensorList&) {
+    if (std::ranges::none_of(g, [](const Tensor& t) { return t.defined(); })) return TensorList{Tensor()};
+    if (g.size() == 1) return TensorList{g[0]};
+    TensorList parts;
+    for (std::size_t i = 0; i < g.size(); ++i)
+      parts.push_back(g[i].defined() ? g[i] : zeros(shapes[i], {.dtype = dtype, .device = device}));
+    return TensorList{cat(parts, d)};
+  });
+  for (const Tensor& p : pieces) p.autograd_meta().is_view_of_graph = true;
+  return pieces;
 }
-TensorList chunk(const Tensor& x, std::int64_t chunks, std::int64_t dim) { return x.chunk(chunks, dim); }
+
+}  // namespace
+
+TensorList split(const Tensor& x, std::int64_t split_size, std::int64_t dim) {
+  return pieces_of("split", x, x.split(split_size, dim), dim);
+}
+TensorList split(const Tensor& x, const std::vector<std::int64_t>& split_sizes, std::int64_t dim) {
+  return pieces_of("split", x, x.split(split_sizes, dim), dim);
+}
+TensorList chunk(const Tensor& x, std::int64_t chunks, std::int64_t dim) {
+  return pieces_of("chunk", x, x.chunk(chunks, dim), dim);
+}
 
 // ---- repeating ----
 

@@ -34,7 +34,8 @@ Tensor cat(const TensorList& tensors, std::int64_t dim = 0);
 Tensor stack(const TensorList& tensors, std::int64_t dim = 0);
 
 // Views of x (see Tensor::split / Tensor::chunk): pieces of split_size (the last may be
-// smaller), of the given sizes, or `chunks` pieces of ceil(size / chunks).
+// smaller), of the given sizes, or `chunks` pieces of ceil(size / chunks). Recorded as one
+// op: x's gradient is one cat of the pieces' (zeros for pieces that got none).
 TensorList split(const Tensor& x, std::int64_t split_size, std::int64_t dim = 0);
 TensorList split(const Tensor& x, const std::vector<std::int64_t>& split_sizes, std::int64_t dim = 0);
 TensorList chunk(const Tensor& x, std::int64_t chunks, std::int64_t dim = 0);

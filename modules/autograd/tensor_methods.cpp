@@ -1,7 +1,9 @@
-// Makes infini.tensor's own methods differentiable: views (through the replay of the view
+// Makes infini.tensor's own methods differentiable: views (a reshape or permutation of the
+// gradient where the view reads each element of its base once, else the replay of the view
 // op on a zero gradient buffer), copy_/fill_ (new history for the overwritten tensor), and
 // backward (the engine). Installed into autograd_hooks() when the library loads.
 module;
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -43,17 +45,67 @@ Tensor view_scatter(const Tensor& g, const Tensor& base_layout, const Replay& re
   return result;
 }
 
+// Dims of t without those of size 1, each run of dims that steps through memory as one
+// dim merged into it: (size, stride) pairs from the outermost. Two tensors with equal
+// offsets and equal runs read the same memory in the same row-major order.
+std::vector<std::array<std::int64_t, 2>> memory_runs(const Tensor& t) {
+  std::vector<std::array<std::int64_t, 2>> runs;
+  for (std::int64_t d = 0; d < t.dim(); ++d) {
+    const std::int64_t size = t.shape()[d], stride = t.strides()[d];
+    if (size == 1) continue;
+    if (!runs.empty() && runs.back()[1] == stride * size) runs.back() = {runs.back()[0] * size, stride};
+    else runs.push_back({size, stride});
+  }
+  return runs;
+}
+
+// The permutation p with view dim i = base dim p[i] (same size and, for sizes above 1,
+// same stride), if the view is base's dims reordered at base's offset; empty otherwise.
+std::vector<std::int64_t> permutation_of(const Tensor& base, const Tensor& view) {
+  const std::int64_t n = base.dim();
+  if (view.dim() != n || view.storage_offset() != base.storage_offset()) return {};
+  std::vector<std::int64_t> p;
+  std::vector<bool> taken(static_cast<std::size_t>(n), false);
+  for (std::int64_t i = 0; i < n; ++i) {
+    std::int64_t match = -1;
+    for (std::int64_t j = 0; j < n && match < 0; ++j)
+      if (!taken[j] && base.shape()[j] == view.shape()[i] &&
+          (view.shape()[i] == 1 || base.strides()[j] == view.strides()[i]))
+        match = j;
+    if (match < 0) return {};
+    taken[match] = true;
+    p.push_back(match);
+  }
+  return p;
+}
+
+// How the gradient of base follows from the gradient g of a view of it that reads each of
+// base's elements exactly once: a reshape (the view reads base's memory in base's own
+// order: view, reshape, flatten, (un)squeeze) or a permutation (transpose, permute, t).
+// Both are views of g, or one copy where g's strides do not allow the reshape; null for
+// any other view, whose gradient is scattered into zeros.
+std::function<Tensor(const Tensor&)> inverse_of(const Tensor& base, const Tensor& view) {
+  if (view.numel() != base.numel() || view.dtype() != base.dtype() || kernels::may_have_internal_overlap(base))
+    return nullptr;
+  const Shape shape = base.shape();
+  if (base.numel() == 0 ||
+      (view.storage_offset() == base.storage_offset() && memory_runs(view) == memory_runs(base)))
+    return [shape](const Tensor& g) { return g.reshape(shape); };
+  const std::vector<std::int64_t> p = permutation_of(base, view);
+  if (p.empty() && base.dim() > 0) return nullptr;
+  std::vector<std::int64_t> inverse(p.size());
+  for (std::size_t i = 0; i < p.size(); ++i) inverse[static_cast<std::size_t>(p[i])] = static_cast<std::int64_t>(i);
+  return [inverse](const Tensor& g) { return g.permute(inverse); };
+}
+
 void record_view(const Tensor& base, const Tensor& view, Replay replay) {
-  const Tensor layout = base.detach();  // geometry only; keeps no history alive
-  // A view that reads every element of a contiguous base in order (view, reshape, flatten,
-  // (un)squeeze) maps a contiguous gradient back by a reshape, without a copy.
-  const bool reshape = base.is_contiguous() && view.is_contiguous() && view.numel() == base.numel() &&
-                       view.storage_offset() == base.storage_offset() && view.dtype() == base.dtype();
-  record("view", {base}, {view}, {}, [layout, reshape, replay = std::move(replay)](const TensorList& g, const TensorList&) {
-    if (!g[0].defined()) return TensorList{Tensor()};
-    if (reshape && g[0].is_contiguous()) return TensorList{g[0].view(layout.shape())};
-    return TensorList{view_scatter(g[0], layout, replay)};
-  });
+  auto inverse = inverse_of(base, view);
+  const Tensor layout = inverse ? Tensor() : base.detach();  // geometry only; keeps no history alive
+  record("view", {base}, {view}, {},
+         [layout, inverse = std::move(inverse), replay = std::move(replay)](const TensorList& g, const TensorList&) {
+           if (!g[0].defined()) return TensorList{Tensor()};
+           return TensorList{inverse ? inverse(g[0]) : view_scatter(g[0], layout, replay)};
+         });
   view.autograd_meta().is_view_of_graph = true;
 }
 

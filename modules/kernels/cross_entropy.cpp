@@ -14,12 +14,16 @@ void check(const Tensor& logits, const Tensor& target) {
   if (logits.dim() != 2 || target.dim() != 1 || target.shape()[0] != logits.shape()[0])
     throw ShapeError(kOp, concat("expected logits (N, C) and target (N), got ", logits.shape(), " and ",
                                  target.shape()));
-  if (logits.dtype() != kFloat32 && logits.dtype() != kFloat64)
-    throw DTypeError(kOp, concat("fused logits must be float32 or float64, got ", logits.dtype()));
+  if (!is_floating_point(logits.dtype()))
+    throw DTypeError(kOp, concat("fused logits must be float64, float32, bfloat16 or float16, got ", logits.dtype()));
   if (target.dtype() != kInt64) throw DTypeError(kOp, concat("target must be int64 class indices, got ", target.dtype()));
   if (target.device() != logits.device())
     throw DeviceError(kOp, concat("logits on ", logits.device(), " but target on ", target.device()));
 }
+
+// The dtype of the loss rows and their gradient: float32 for 16-bit logits (computed in
+// float32), else the logits'.
+DataType loss_dtype(const Tensor& logits) { return logits.dtype() == kFloat64 ? kFloat64 : kFloat32; }
 
 // The logits with unit class stride (rows may keep any stride).
 Tensor unit_class_stride(const Tensor& logits) {
@@ -32,7 +36,7 @@ CrossEntropyRows cross_entropy_forward(const Tensor& logits, const Tensor& targe
   NoGradGuard no_grad;
   check(logits, target);
   const std::int64_t n = logits.shape()[0];
-  CrossEntropyRows r{empty({n}, {.dtype = logits.dtype(), .device = logits.device()}),
+  CrossEntropyRows r{empty({n}, {.dtype = loss_dtype(logits), .device = logits.device()}),
                      empty({n}, {.dtype = kFloat64, .device = logits.device()})};
   KernelTable<CrossEntropyForwardKernel>::call(logits.device(), r.loss, r.lse, unit_class_stride(logits),
                                                target.contiguous(), ignore_index);
@@ -48,7 +52,7 @@ Tensor cross_entropy_backward(const Tensor& grad_loss, const Tensor& logits, con
                                  " and ", lse.shape()));
   if (lse.dtype() != kFloat64) throw DTypeError(kOp, concat("lse must be float64, got ", lse.dtype()));
   Tensor grad = empty(logits.shape(), {.dtype = logits.dtype(), .device = logits.device()});
-  KernelTable<CrossEntropyBackwardKernel>::call(logits.device(), grad, grad_loss.to(logits.dtype()).contiguous(),
+  KernelTable<CrossEntropyBackwardKernel>::call(logits.device(), grad, grad_loss.to(loss_dtype(logits)).contiguous(),
                                                 unit_class_stride(logits), lse.contiguous(), target.contiguous(),
                                                 ignore_index);
   return grad;

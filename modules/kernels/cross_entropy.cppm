@@ -9,17 +9,18 @@ import infini.tensor;
 
 export namespace infini {
 
-// logits (N, C) float32/64 with unit class stride (any row stride), target (N) int64 with
-// each entry in [0, C) or equal to ignore_index. The kernel writes loss (N) =
+// logits (N, C) float64/32/bfloat16/float16 with unit class stride (any row stride), target
+// (N) int64 with each entry in [0, C) or equal to ignore_index. The kernel writes loss (N) =
 // lse - logits[i, target[i]] (0 where ignored) and lse (N) = log(sum_c exp(logits[i, c])),
-// and raises an IndexError naming an out-of-range target.
+// and raises an IndexError naming an out-of-range target. 16-bit logits are computed in
+// float32: loss and grad_loss are float32 for them (the logits' dtype otherwise).
 struct CrossEntropyForwardKernel {
   static constexpr std::string_view name = "cross_entropy";
   using Fn = void (*)(const Tensor& loss, const Tensor& lse, const Tensor& logits, const Tensor& target,
                       std::int64_t ignore_index);
 };
-// grad_logits (N, C) contiguous = grad_loss[i] * (exp(logits[i, c] - lse[i]) - [c == target[i]]),
-// rows of ignored targets 0; grad_loss (N).
+// grad_logits (N, C) contiguous of the logits' dtype = grad_loss[i] * (exp(logits[i, c] -
+// lse[i]) - [c == target[i]]), rounded once; rows of ignored targets 0; grad_loss (N).
 struct CrossEntropyBackwardKernel {
   static constexpr std::string_view name = "cross_entropy_backward";
   using Fn = void (*)(const Tensor& grad_logits, const Tensor& grad_loss, const Tensor& logits, const Tensor& lse,
@@ -29,7 +30,7 @@ struct CrossEntropyBackwardKernel {
 namespace kernels {
 
 struct CrossEntropyRows {
-  Tensor loss;  // (N), the logits' dtype
+  Tensor loss;  // (N), the logits' dtype (float32 for 16-bit logits)
   Tensor lse;   // (N)
 };
 // Checks shapes/dtypes/devices (errors name "cross_entropy") and runs the forward kernel.

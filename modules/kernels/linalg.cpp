@@ -82,19 +82,24 @@ Tensor matmul(const Tensor& a, const Tensor& b, const MatmulOptions& o) {
 
   Tensor out = empty(with_matrix(batch, m, n), {.dtype = a.dtype(), .device = a.device()});
   double beta = 0;
+  Tensor row_bias;  // a bias along the result's last dim, added by the GEMM kernel (linear's)
   if (o.bias.defined() && o.beta != 0) {
-    out.view(result_shape).copy_(o.bias);
-    beta = o.beta;
+    if (b.dim() > 1 && o.beta == 1 && o.alpha == 1 && o.bias.numel() == n && o.bias.shape().back() == n) {
+      row_bias = o.bias.reshape({n}).contiguous();
+    } else {
+      out.view(result_shape).copy_(o.bias);
+      beta = o.beta;
+    }
   }
   if (out.numel() > 0) {
     // b the same for every batch index and a's batch and row dims one strided dim: one GEMM.
     const std::int64_t rows = product(batch) * m;
     if (product(b_batch) == 1 && a_batch.size() > 0 && view_strides(am.shape(), am.strides(), {rows, k})) {
       KernelTable<GemmKernel>::call(a.device(), out.view({rows, n}), am.view({rows, k}), bm.reshape({k, n}), o.alpha,
-                                    beta);
+                                    beta, row_bias);
     } else {
       KernelTable<GemmKernel>::call(a.device(), out, am.expand(with_matrix(batch, m, k)),
-                                    bm.expand(with_matrix(batch, k, n)), o.alpha, beta);
+                                    bm.expand(with_matrix(batch, k, n)), o.alpha, beta, row_bias);
     }
   }
   return out.view(result_shape);

@@ -11,10 +11,13 @@ export namespace infini {
 // b (*, k, n) with the same batch dims (a and b may be expanded along any dim, batch or
 // not) and one dtype: float64, float32, or float16/bfloat16, whose products and sums are
 // float32 and each result rounded once. out is contiguous and overlaps neither a nor b.
-// beta == 0 ignores out's old values; k == 0 leaves beta * out.
+// beta == 0 ignores out's old values; k == 0 leaves beta * out. A defined `bias` (n),
+// contiguous and of out's dtype, comes with alpha == 1 and beta == 0: out = a @ b + bias
+// (added to every row before the rounding; CUDA fuses it into the product's epilogue).
 struct GemmKernel {
   static constexpr std::string_view name = "matmul";
-  using Fn = void (*)(const Tensor& out, const Tensor& a, const Tensor& b, double alpha, double beta);
+  using Fn = void (*)(const Tensor& out, const Tensor& a, const Tensor& b, double alpha, double beta,
+                      const Tensor& bias);
 };
 
 // How float32 matrix products may compute, as torch.set_float32_matmul_precision:

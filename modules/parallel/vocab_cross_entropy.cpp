@@ -67,7 +67,7 @@ Tensor vocab_parallel_cross_entropy(const Tensor& logits, const Tensor& targets,
          [probs, local_target, in_shard, kept, count](const TensorList& g, const TensorList&) {
            if (!g[0].defined()) return TensorList{Tensor()};
            NoGradGuard no_grad;
-           const Tensor columns = arange(probs.size(1), {.device = probs.device()}).unsqueeze(0);
+           const Tensor columns = arange(probs.size(1), {.dtype = kInt64, .device = probs.device()}).unsqueeze(0);
            const Tensor one_hot = logical_and(eq(local_target.unsqueeze(1), columns), in_shard.unsqueeze(1));
            const Tensor row_scale = mul(kept.to(probs.dtype()), div(g[0], count)).unsqueeze(1);  // (N, 1)
            return TensorList{mul(sub(probs, one_hot.to(probs.dtype())), row_scale)};

@@ -211,7 +211,7 @@ std::string decode(const std::optional<llmc::TokenizerFile>& tokenizer, const st
 struct Ranks {
   std::shared_ptr<parallel::ProcessGroup> world;  // null without a launcher
   parallel::Layout layout{1};
-  parallel::ParallelGroups groups;
+  parallel::ParallelGroups groups = {};
   int rank = 0;
   bool main() const { return rank == 0; }
   // Whether this rank is in rank 0's model replica (validation, sampling and the whole-model

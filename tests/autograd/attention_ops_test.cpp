@@ -15,7 +15,7 @@ namespace {
 
 struct RefOptions {
   bool causal = false;
-  std::optional<Tensor> mask;  // (Tq, Tk) bool or float
+  std::optional<Tensor> mask = std::nullopt;  // (Tq, Tk) bool or float
   double dropout_p = 0;
   std::uint64_t seed = 0;      // Generator seed of the dropout draws (offset 0)
 };

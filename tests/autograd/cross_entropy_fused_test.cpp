@@ -1,7 +1,8 @@
-// cross_entropy's fused path (class indices, CPU float32/64 logits (N, C) or (C), no
-// weights, no smoothing) against a naive float64 loop: values and gradients at a GPT-2
-// vocabulary width, row-strided logits, ignore_index, infinite logits, empty batches,
-// gradcheck and gradgradcheck, and the errors of the kernel itself.
+// cross_entropy's fused path (class indices, floating logits (N, C) or (C), no weights,
+// no smoothing) against a naive float64 loop: values and gradients at a GPT-2 vocabulary
+// width, row-strided logits, ignore_index, infinite logits, empty batches, 16-bit logits
+// (computed in float32: the bits of casting them first), gradcheck and gradgradcheck, and
+// the errors of the kernel itself.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -117,13 +118,53 @@ TEST(CrossEntropyFused, GradcheckAndGradgradcheckOnStridedLogits) {
   }
 }
 
+TEST(CrossEntropyFused, SixteenBitLogitsGiveTheBitsOfCastingFirst) {
+  // (N, C) 16-bit logits, rows C + 3 apart, one target ignored: under autocast the loss is
+  // float32 and the gradient 16-bit, bit for bit what the float32 kernel gives on the
+  // widened logits (gradient rounded once); without autocast the loss is rounded to the
+  // logits' dtype. Both against the naive float64 loop too.
+  constexpr std::int64_t N = 5, C = 1000;
+  const std::vector<std::int64_t> targets{3, 999, -100, 0, 512};
+  const Tensor t = from_vector(targets);
+  for (DataType dtype : {kBFloat16, kFloat16}) {
+    SCOPED_TRACE(name(dtype));
+    const Tensor wide = mul(sample({N, C + 3}, -4, 4, 31), 2.0).to(dtype).requires_grad_();
+    const Tensor wide32 = wide.detach().to(kFloat32).requires_grad_();
+    Tensor loss;
+    {
+      AutocastGuard autocast(DeviceType::CPU, dtype);
+      loss = cross_entropy(wide.slice(1, 0, C), t);
+    }
+    const Tensor loss32 = cross_entropy(wide32.slice(1, 0, C), t);
+    ASSERT_EQ(loss.dtype(), kFloat32);
+    EXPECT_EQ(loss.item<float>(), loss32.item<float>());
+    loss.backward();
+    loss32.backward();
+    ASSERT_EQ(wide.grad().dtype(), dtype);
+    EXPECT_EQ(values(wide.grad()), values(wide32.grad().to(dtype)));
+
+    const Reference ref = reference(values(wide32.detach().slice(1, 0, C).contiguous()), N, C, targets, -100);
+    double expected = 0;
+    for (double l : ref.loss) expected += l / 4;  // 4 counted rows
+    EXPECT_NEAR(loss.item<double>(), expected, 1e-5 * expected);
+    const auto grad = values(wide32.grad());
+    for (std::int64_t i = 0; i < N; ++i)
+      for (std::int64_t k = 0; k < C; ++k) ASSERT_NEAR(grad[i * (C + 3) + k], ref.grad[i * C + k] / 4, 1e-7);
+
+    const Tensor plain = cross_entropy(wide.detach().slice(1, 0, C), t, {.reduction = Reduction::None});
+    ASSERT_EQ(plain.dtype(), dtype);
+    EXPECT_EQ(values(plain), values(cross_entropy(wide32.detach().slice(1, 0, C), t, {.reduction = Reduction::None})
+                                        .to(dtype)));
+  }
+}
+
 TEST(CrossEntropyFused, OutOfRangeTargetsNameTheRow) {
   const Tensor x = zeros({3, 4});
   expect_error([&] { cross_entropy(x, from_vector<std::int64_t>({0, 4, 1})); }, "cross_entropy", "target 4 at row 1");
   expect_error([&] { cross_entropy(x, from_vector<std::int64_t>({-1, 0, 1})); }, "cross_entropy", "target -1 at row 0");
   // The kernel entry points check their own arguments too.
-  expect_error([&] { kernels::cross_entropy_forward(zeros({3, 4}, {.dtype = kFloat16}), zeros({3}, {.dtype = kInt64}), -100); },
-               "cross_entropy", "float32 or float64");
+  expect_error([&] { kernels::cross_entropy_forward(zeros({3, 4}, {.dtype = kInt32}), zeros({3}, {.dtype = kInt64}), -100); },
+               "cross_entropy", "float64, float32, bfloat16 or float16, got int32");
   expect_error([&] { kernels::cross_entropy_forward(x, zeros({2}, {.dtype = kInt64}), -100); }, "cross_entropy",
                "[2]");
   expect_error([&] { kernels::cross_entropy_forward(x, zeros({3}), -100); }, "cross_entropy", "int64");

@@ -311,9 +311,9 @@ TEST(Elementwise, Errors) {
   Tensor small = zeros({3});
   expect_error([&] { add_(small, zeros({2, 3})); }, "add", "does not broadcast");
   if (cuda_device_count() == 0)
-    expect_error([&] { add(a, empty({2, 3}, {.device = Device::cuda(0)})); }, "allocate", "cuda:0");
+    expect_error([&] { add(a, empty({2, 3}, {.dtype = kFloat32, .device = Device::cuda(0)})); }, "allocate", "cuda:0");
   else
-    expect_error([&] { add(a, zeros({2, 3}, {.device = Device::cuda(0)})); }, "add", "one device");
+    expect_error([&] { add(a, zeros({2, 3}, {.dtype = kFloat32, .device = Device::cuda(0)})); }, "add", "one device");
 }
 
 }  // namespace

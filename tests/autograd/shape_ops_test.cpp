@@ -405,7 +405,8 @@ const bool registered = [] {
   entry("roll",
         [](const TensorList& in) {
           const Tensor& x = in[0];
-          return TensorList{roll(x, {1}, {0}), roll(x, {-5, 2}, {1, 0}), roll(x, 3), roll(x, {1, 1}, {0, 0}),
+          const std::vector<std::int64_t> one{1};
+          return TensorList{roll(x, one, {0}), roll(x, {-5, 2}, {1, 0}), roll(x, 3), roll(x, {1, 1}, {0, 0}),
                             roll(x, -7)};
         },
         [](const TensorList& in) {
@@ -418,7 +419,7 @@ const bool registered = [] {
   entry("movedim",
         [](const TensorList& in) {
           const Tensor& x = in[0];
-          return TensorList{movedim(x, 0, -1), movedim(x, {0, 2}, {2, 0}), movedim(x, {1}, {0}),
+          return TensorList{movedim(x, 0, -1), movedim(x, {0, 2}, {2, 0}), movedim(x, std::vector<std::int64_t>{1}, {0}),
                             movedim(x, {2, 0}, {0, 1}), movedim(x, std::vector<std::int64_t>{}, {})};
         },
         [](const TensorList& in) {
@@ -460,7 +461,7 @@ TEST(ShapeOps, CatAndStackErrors) {
   expect_error<IndexError>([&] { stack({a, a}, 3); }, "stack", "3");
   expect_error<DTypeError>([&] { stack({a, zeros({2, 3}, {.dtype = kFloat64})}); }, "stack", "float64");
   if (cuda_device_count() > 0) {
-    const Tensor g = zeros({2, 3}, {.device = Device::cuda(0)});
+    const Tensor g = zeros({2, 3}, {.dtype = kFloat32, .device = Device::cuda(0)});
     expect_error<DeviceError>([&] { cat({a, g}); }, "cat", "cuda:0");
     expect_error<DeviceError>([&] { stack({a, g}); }, "stack", "cuda:0");
   }
@@ -595,6 +596,44 @@ TEST(ShapeOps, CopiesAndViews) {
   EXPECT_TRUE(chunk(x, 2, 1)[0].storage().is_same(x.storage()));
   x.fill_(0);
   for (const Tensor& c : copies) EXPECT_NE(values(c)[0], 0.0);
+}
+
+TEST(ShapeOps, SplitGradientIsTheGradientsSideBySide) {
+  // GPT-2's q, k, v: qkv (B, T, 3C) split along the channels, each piece viewed as heads
+  // (B, nh, T, hs). One node takes all pieces; qkv's gradient is theirs side by side, zeros
+  // for the piece that got none (k here).
+  const std::int64_t B = 2, T = 3, nh = 2, hs = 2, C = nh * hs;
+  const Tensor x = sample({B, T, 3 * C}).requires_grad_();
+  const TensorList parts = split(mul(x, 1.0), C, 2);
+  ASSERT_EQ(parts.size(), 3u);
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    EXPECT_EQ(parts[i].grad_fn()->name(), "SplitBackward");
+    EXPECT_EQ(parts[i].output_nr(), i);
+  }
+  auto heads = [&](const Tensor& part) { return part.view({B, T, nh, hs}).transpose(1, 2); };
+  const Tensor gq = sample({B, nh, T, hs}, -1, 1, 3), gv = sample({B, nh, T, hs}, -1, 1, 4);
+  const Tensor grad = autograd::grad({heads(parts[0]), heads(parts[2])}, {x}, {gq, gv})[0];
+  const Values q(gq), v(gv);
+  const Tensor expected = build({B, T, 3 * C}, [&](const Index& i) {
+    const std::int64_t piece = i[2] / C, h = i[2] % C / hs, s = i[2] % hs;
+    return piece == 0 ? q({i[0], h, i[1], s}) : piece == 2 ? v({i[0], h, i[1], s}) : 0.0;
+  });
+  EXPECT_TRUE(same(grad, expected));
+  // the pieces are views inside the graph: writing into one is refused
+  Tensor k = parts[1];
+  expect_error<Error>([&] { k.copy_(zeros({B, T, C}, {.dtype = kFloat64})); }, "copy_", "view");
+}
+
+TEST(ShapeOps, SplitOfAnEmptyDimGivesDistinctPieces) {
+  const Tensor x = sample({0, 4}).requires_grad_();
+  const TensorList pieces = chunk(mul(x, 1.0), 3, 0);  // three (0, 4) pieces, like PyTorch
+  ASSERT_EQ(pieces.size(), 3u);
+  EXPECT_EQ(pieces[2].output_nr(), 2u);
+  const Tensor grad = autograd::grad({sum(pieces[0]), sum(pieces[2])}, {x})[0];
+  EXPECT_EQ(grad.shape(), (Shape{0, 4}));
+  const TensorList whole = split(mul(x, 1.0), 0, 0);  // split_size 0 of an empty dim: one piece
+  ASSERT_EQ(whole.size(), 1u);
+  EXPECT_EQ(whole[0].grad_fn()->name(), "SplitBackward");
 }
 
 TEST(ShapeOps, NoGradRecordsNothing) {

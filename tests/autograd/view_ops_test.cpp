@@ -180,11 +180,6 @@ TensorList concat_lists(TensorList a, const TensorList& b) {
   return a;
 }
 
-std::vector<std::int64_t> with_dim(Shape shape, std::int64_t d, std::int64_t size) {
-  shape[d] = size;
-  return shape;
-}
-
 const bool registered = [] {
   // view: merging dims needs strides that allow it (contiguous, or evenly strided rows);
   // splitting a dim works on any layout.
@@ -558,6 +553,43 @@ TEST(ViewOps, GradientsOfOverlappingViewsSum) {
   Tensor z = from_vector<double>({1, 2, 3, 4}).requires_grad_();
   sum(z.as_strided({3, 2}, {0, 2}, 1)).backward();  // rows [2, 4] three times
   EXPECT_EQ(values(z.grad()), (std::vector<double>{0, 3, 0, 3}));
+}
+
+TEST(ViewOps, ReorderingViewsPassTheGradientOnReordered) {
+  // A permutation or a reshape reads each entry of its base once: the base's gradient is
+  // the incoming one reordered (a view of it where its strides allow), not a scatter into
+  // a zero-filled buffer.
+  const Tensor x = sample({2, 3, 4}).requires_grad_();
+  const Tensor h = mul(x, 1.0);
+  Tensor seen;
+  h.register_hook([&](const Tensor& g) {
+    seen = g;
+    return Tensor();
+  });
+  const Tensor g = sample({4, 3, 2}, -1, 1, 5);
+  h.permute({2, 1, 0}).backward(g);
+  EXPECT_TRUE(seen.storage().is_same(g.storage()));
+  EXPECT_EQ(values(seen), values(permute_ref(g, {2, 1, 0})));
+  EXPECT_EQ(values(x.grad()), values(permute_ref(g, {2, 1, 0})));
+  // a reshape of a strided base (the second half of each row): the permuted incoming
+  // gradient cannot be viewed as the base's shape, so it is copied once
+  const Tensor base = mul(sample({3, 8}).requires_grad_(), 1.0).slice(1, 4, 8);  // (3, 4), row stride 8
+  Tensor seen_base;
+  const Tensor r = base.view({3, 2, 2});
+  const Tensor gr = sample({2, 2, 3}, -1, 1, 6);
+  base.register_hook([&](const Tensor& gb) {
+    seen_base = gb;
+    return Tensor();
+  });
+  r.permute({1, 2, 0}).backward(gr);
+  EXPECT_EQ(seen_base.shape(), (Shape{3, 4}));
+  EXPECT_EQ(values(seen_base), values(reshaped_ref(permute_ref(gr, {2, 0, 1}), {3, 4})));
+  // a contiguous leaf seen through a transpose gets a contiguous gradient of its own
+  Tensor w = sample({3, 4}).requires_grad_();
+  const Tensor gw = sample({4, 3}, -1, 1, 7);
+  w.t().backward(gw);
+  EXPECT_TRUE(w.grad().is_contiguous());
+  EXPECT_EQ(values(w.grad()), values(permute_ref(gw, {1, 0})));
 }
 
 TEST(ViewOps, ViewsOfOverlappingTensorsGetDistinctGradients) {

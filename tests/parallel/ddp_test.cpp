@@ -248,6 +248,9 @@ TEST(DistributedDataParallel, ShardedGradientsAndParameterGather) {
     EXPECT_EQ(total.item<double>(), 39.0);
     double reference_squares = 0;
     for (const Tensor& g : expected) reference_squares += sum(mul(g, g)).item<double>();
+    Tensor total_squares = full({1}, squares, TensorOptions{.dtype = kFloat64});
+    pg->all_reduce(total_squares).wait();
+    EXPECT_NEAR(total_squares.item<double>(), reference_squares, 1e-12 * reference_squares);
     EXPECT_NEAR(reducer.sharded_grad_norm(), std::sqrt(reference_squares), 1e-12);
     // An SGD step on the pieces, then the gather: every parameter fully updated.
     {

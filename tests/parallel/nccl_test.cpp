@@ -85,7 +85,7 @@ TEST(Nccl, MixedDevicesAreRejected) {
   auto pg = world();
   const Device gpu = rank_gpu(*pg);
   if (gpu.is_cpu()) GTEST_SKIP() << "needs one CUDA device per rank";
-  Tensor cpu = zeros({4 * pg->size()}), cuda = zeros({4}, TensorOptions{.device = gpu});
+  Tensor cpu = zeros({4 * pg->size()}), cuda = zeros({4}, TensorOptions{.dtype = kFloat32, .device = gpu});
   EXPECT_THROW(pg->all_gather(cpu, cuda), DeviceError);
 }
 

@@ -130,7 +130,11 @@ void gemm_16bit(const Tensor& out, const Tensor& a, const Tensor& b, double alph
   Tensor(out).copy_(sums);
 }
 
-void gemm_cpu(const Tensor& out, const Tensor& a, const Tensor& b, double alpha, double beta) {
+void gemm_cpu(const Tensor& out, const Tensor& a, const Tensor& b, double alpha, double beta, const Tensor& bias) {
+  if (bias.defined()) {  // the bias rows first, the product added to them
+    Tensor(out).copy_(bias.expand(out.shape()));
+    beta = 1;
+  }
   switch (out.dtype()) {
     case kFloat32: return gemm_typed<float>(out, a, b, alpha, beta);
     case kFloat64: return gemm_typed<double>(out, a, b, alpha, beta);

@@ -63,7 +63,8 @@ Batch merged_batch(const Tensor& out, const Tensor& a, const Tensor& b) {
   return batch;
 }
 
-void gemm_cuda(const Tensor& out, const Tensor& a_in, const Tensor& b_in, double alpha, double beta) {
+void gemm_cuda(const Tensor& out, const Tensor& a_in, const Tensor& b_in, double alpha, double beta,
+               const Tensor& bias) {
   if (!is_floating_point(out.dtype()))
     throw DTypeError("matmul", concat("the CUDA GEMM computes float64, float32, bfloat16 and float16, got ",
                                       out.dtype()));
@@ -76,6 +77,7 @@ void gemm_cuda(const Tensor& out, const Tensor& a_in, const Tensor& b_in, double
   p.k = a_in.shape()[nd - 1];
   p.alpha = alpha;
   p.beta = beta;
+  p.bias = bias.defined() ? bias.data_ptr() : nullptr;
   p.allow_tf32 = float32_matmul_precision() == MatmulPrecision::kMedium;
   Tensor a = a_in, b = b_in;
   if (p.k > 0) {

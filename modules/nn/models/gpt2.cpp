@@ -69,10 +69,9 @@ Tensor CausalSelfAttentionImpl::forward_cached(const Tensor& x, Tensor& keys, Te
   const std::int64_t head = channels / num_heads, nh = num_heads / tp->size(), Cl = nh * head;
   const Tensor qkv = (*c_attn)(x);  // (B, T, 3 Cl); x's T is the whole sequence under SP too
   const std::int64_t B = qkv.size(0), T = qkv.size(1);
-  // (B, T, Cl) slices -> (B, nh, T, hs)
-  auto heads = [&](std::int64_t i) {
-    return qkv.slice(2, i * Cl, (i + 1) * Cl).view({B, T, nh, head}).transpose(1, 2);
-  };
+  // q, k, v (B, T, Cl) -> (B, nh, T, hs); split's backward writes qkv's gradient in one cat
+  const TensorList parts = split(qkv, Cl, 2);
+  auto heads = [&](std::size_t i) { return parts[i].view({B, T, nh, head}).transpose(1, 2); };
   const Tensor y = cached_causal_attention(heads(0), heads(1), heads(2), keys, values);  // (B, nh, T, hs)
   return (*c_proj)(y.transpose(1, 2).reshape({B, T, Cl}));  // (B, nh, T, hs) -> (B, T, Cl) -> (B, T, C)
 }

@@ -185,15 +185,17 @@ Tensor LLaMA3AttentionImpl::forward_cached(const Tensor& x, Tensor& keys, Tensor
   const std::int64_t head = channels / num_heads, nh = num_heads / tp->size(), nkv = num_kv_heads / tp->size();
   const Tensor qkv = (*c_attn)(x);  // (B, T, (nh + 2 nkv) hd); x's T is the whole sequence under SP too
   const std::int64_t B = qkv.size(0), T = qkv.size(1);
-  // `count` heads starting at head `first` of qkv -> (B, count, T, hd)
-  auto heads = [&](std::int64_t first, std::int64_t count) {
-    return qkv.slice(2, first * head, (first + count) * head).view({B, T, count, head}).transpose(1, 2);
+  // q (B, T, nh hd), k and v (B, T, nkv hd); split's backward writes qkv's gradient in one cat
+  const TensorList parts = split(qkv, {nh * head, nkv * head, nkv * head}, 2);
+  // part i of `count` heads -> (B, count, T, hd)
+  auto heads = [&](std::size_t i, std::int64_t count) {
+    return parts[i].view({B, T, count, head}).transpose(1, 2);
   };
   const std::int64_t past = keys.defined() ? keys.size(2) : 0;
   const auto [cos, sin] = rope_table->get(past, T, x.dtype(), x.device());  // (T, hd/2) of positions past ..
   const Tensor q = rope(heads(0, nh), cos, sin);
-  const Tensor k = rope(heads(nh, nkv), cos, sin);
-  const Tensor v = heads(nh + nkv, nkv);
+  const Tensor k = rope(heads(1, nkv), cos, sin);
+  const Tensor v = heads(2, nkv);
   const Tensor y = cached_causal_attention(q, k, v, keys, values);  // (B, nh, T, hd)
   return (*c_proj)(y.transpose(1, 2).reshape({B, T, nh * head}));
 }

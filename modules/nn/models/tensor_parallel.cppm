@@ -75,7 +75,7 @@ class TensorParallelLayers {
   // logits (..., Vl) -> (..., Vl * size()): every rank's vocabulary block, in rank order.
   virtual Tensor gather_vocab(const Tensor& logits) { return logits; }
   // The whole tensor of a parameter from this rank's `shard` (collective over the ranks).
-  virtual Tensor gather_shards(const Tensor& shard, const ShardSpec& spec) { return shard; }
+  virtual Tensor gather_shards(const Tensor& shard, const ShardSpec& /*spec*/) { return shard; }
 
   // How `param` is split (replicated for a parameter these layers did not make).
   ShardSpec shard_spec(const Tensor& param) const;

@@ -7,7 +7,8 @@
 
 namespace infini::cuda {
 
-// logits: rows x classes of `type` (F32 or F64), element [i, c] at logits + i * row_stride + c;
+// logits: rows x classes of `type` (F64, F32, BF16 or F16), element [i, c] at
+// logits + i * row_stride + c;
 // target: rows int64 class indices, each in [0, classes) or equal to ignore_index.
 struct CrossEntropyRows {
   ElementType type = ElementType::F32;
@@ -24,15 +25,16 @@ struct BadTarget {
 };
 
 // lse[i] = log(sum_c exp(logits[i, c])) in float64 (-inf for 0 classes) and
-// loss[i] = lse[i] - logits[i, target[i]] in `type` (0 where ignored or out of range).
+// loss[i] = lse[i] - logits[i, target[i]] (0 where ignored or out of range) in `type`, or
+// float32 for 16-bit logits (computed in float32).
 // scratch: one device int64 the kernel records the first bad row in; the result is read
 // back (this synchronizes with the stream).
 BadTarget cross_entropy_forward(void* loss, double* lse, const CrossEntropyRows& rows, std::int64_t* scratch,
                                 int device);
 
 // grad_logits (rows, classes) contiguous of `type` = grad_loss[i] * (exp(logits[i, c] - lse[i])
-// - [c == target[i]]), rows with an ignored or out-of-range target 0; grad_loss (rows) of
-// `type`, lse (rows) float64.
+// - [c == target[i]]), rows with an ignored or out-of-range target 0, rounded once into
+// `type`; grad_loss (rows) of the loss's type, lse (rows) float64.
 void cross_entropy_backward(void* grad_logits, const void* grad_loss, const double* lse, const CrossEntropyRows& rows,
                             int device);
 

@@ -21,8 +21,11 @@ struct GemmMatrix {
 // and out[i] (m, n) row-major at out + i * m * n (out is one contiguous (batch, m, n) block
 // that overlaps neither a nor b). type is F64, F32, BF16 or F16, the same for all three;
 // 16-bit products are summed in float32 on tensor cores, each result rounded once. beta == 0
-// ignores out's old values (NaN included); k == 0 leaves beta * out. allow_tf32 lets float32
-// products round their operands to TF32 (tensor cores); float64 ignores it.
+// ignores out's old values (NaN included); k == 0 leaves beta * out. A non-null bias (n
+// elements of `type`) needs alpha == 1 and beta == 0: out[i] = a[i] @ b[i] + bias, the bias
+// added to every row in float32 before the rounding (cuBLASLt's bias epilogue where it has
+// one, else written into out first and the product added with beta = 1). allow_tf32 lets
+// float32 products round their operands to TF32 (tensor cores); float64 ignores it.
 // Deterministic: the same problem on the same GPU gives the same bits.
 struct GemmProblem {
   ElementType type = ElementType::F32;
@@ -30,6 +33,7 @@ struct GemmProblem {
   GemmMatrix a, b;
   void* out = nullptr;
   double alpha = 1, beta = 0;
+  const void* bias = nullptr;
   bool allow_tf32 = false;
 };
 void gemm(const GemmProblem& problem, int device);
