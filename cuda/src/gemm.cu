@@ -206,6 +206,8 @@ std::unique_ptr<Plan> make_plan(const LtContext& lt, const GemmProblem& p, const
     const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
     check_status(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)),
                  "cublasLtMatmulDescSetAttribute(EPILOGUE)");
+    check_status(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &p.bias, sizeof(p.bias)),
+                 "cublasLtMatmulDescSetAttribute(BIAS_POINTER)");
     if (cublasLtMatmulAlgoGetHeuristic(lt.handle, d.op, d.a, d.b, d.out, d.out, d.preference, 1, &plan->heuristic,
                                        &found) == CUBLAS_STATUS_SUCCESS &&
         found > 0) {

@@ -83,11 +83,11 @@ TEST_F(TokenFiles, ReadsTokensAndWrappingWindows) {
 TEST_F(TokenFiles, RejectsOutOfRangeAccess) {
   const TokenFile file(file_with(gpt2_file({1, 2, 3})));
   std::int64_t out[4];
-  expect_error<IndexError>([&] { file.token(3); }, "TokenFile::token", {"index 3 is out of range for 3 tokens"});
-  expect_error<IndexError>([&] { file.token(-1); }, "TokenFile::token", {"index -1"});
+  expect_error<IndexError>([&] { file.token(3); }, "TokenFile::token", "index 3 is out of range for 3 tokens");
+  expect_error<IndexError>([&] { file.token(-1); }, "TokenFile::token", "index -1");
   expect_error<IndexError>([&] { file.read_window(3, 1, out); }, "TokenFile::read_window",
                            {"start 3, count 1 for 3 tokens", "expected 0 <= start < size and count >= 0"});
-  expect_error<IndexError>([&] { file.read_window(0, -1, out); }, "TokenFile::read_window", {"count -1"});
+  expect_error<IndexError>([&] { file.read_window(0, -1, out); }, "TokenFile::read_window", "count -1");
 }
 
 TEST_F(TokenFiles, ReadsTheReferenceTrainingTokens) {
@@ -112,14 +112,14 @@ TEST_F(TokenFiles, ReadsTheReferenceTrainingTokens) {
 
 TEST_F(TokenFiles, WriterRefusesNoTokens) {
   expect_error<IOError>([&] { write_token_file(dir_ / "t.bin", {}); }, "write_token_file",
-                        {"no tokens: llm.c's token files hold at least one"});
+                        "no tokens: llm.c's token files hold at least one");
   EXPECT_FALSE(fs::exists(dir_ / "t.bin"));
 }
 
 TEST_F(TokenFiles, WriterRefusesWideTokensInGpt2Format) {
   const std::vector<std::uint32_t> tokens = {1, 70000};
   expect_error<IOError>([&] { write_token_file(dir_ / "t.bin", tokens, TokenFormat::kGPT2); }, "write_token_file",
-                        {"token 1 is 70000, which does not fit the GPT-2 format's uint16"});
+                        "token 1 is 70000, which does not fit the GPT-2 format's uint16");
 }
 
 // ---- what the reader rejects ----
