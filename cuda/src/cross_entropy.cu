@@ -52,7 +52,8 @@ __global__ void forward_kernel(CrossEntropyRows r, C* loss, double* lse, unsigne
   for (std::int64_t i = blockIdx.x; i < r.rows; i += gridDim.x) {
     const T* x = static_cast<const T*>(r.logits) + i * r.row_stride;
     C local_max = -INFINITY;
-    for (std::int64_t j = threadIdx.x; j < r.classes; j += kRowThreads) local_max = Max{}(local_max, detail::widen(x[j]));
+    for (std::int64_t j = threadIdx.x; j < r.classes; j += kRowThreads)
+      local_max = Max{}(local_max, detail::widen(x[j]));
     const C row_max = MaxReduce(temp.max).Reduce(local_max, Max{});
     if (threadIdx.x == 0) row_shift = isinf(row_max) ? C(0) : row_max;
     __syncthreads();

@@ -282,12 +282,12 @@ TensorList pieces_of(std::string_view op, const Tensor& x, const TensorList& cut
       start += c.shape()[d];
     }
   }
-  record(op, {x}, pieces, {}, [d, shapes, dtype = x.dtype(), device = x.device()](const TensorList& g, const TensorList&) {
+  const TensorOptions options{.dtype = x.dtype(), .device = x.device()};
+  record(op, {x}, pieces, {}, [d, shapes, options](const TensorList& g, const TensorList&) {
     if (std::ranges::none_of(g, [](const Tensor& t) { return t.defined(); })) return TensorList{Tensor()};
     if (g.size() == 1) return TensorList{g[0]};
     TensorList parts;
-    for (std::size_t i = 0; i < g.size(); ++i)
-      parts.push_back(g[i].defined() ? g[i] : zeros(shapes[i], {.dtype = dtype, .device = device}));
+    for (std::size_t i = 0; i < g.size(); ++i) parts.push_back(g[i].defined() ? g[i] : zeros(shapes[i], options));
     return TensorList{cat(parts, d)};
   });
   for (const Tensor& p : pieces) p.autograd_meta().is_view_of_graph = true;

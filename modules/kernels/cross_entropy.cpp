@@ -15,7 +15,8 @@ void check(const Tensor& logits, const Tensor& target) {
     throw ShapeError(kOp, concat("expected logits (N, C) and target (N), got ", logits.shape(), " and ",
                                  target.shape()));
   if (!is_floating_point(logits.dtype()))
-    throw DTypeError(kOp, concat("fused logits must be float64, float32, bfloat16 or float16, got ", logits.dtype()));
+    throw DTypeError(kOp,
+                     concat("fused logits must be float64, float32, bfloat16 or float16, got ", logits.dtype()));
   if (target.dtype() != kInt64) throw DTypeError(kOp, concat("target must be int64 class indices, got ", target.dtype()));
   if (target.device() != logits.device())
     throw DeviceError(kOp, concat("logits on ", logits.device(), " but target on ", target.device()));
