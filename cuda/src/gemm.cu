@@ -260,7 +260,8 @@ void write_bias_rows(const GemmProblem& p) {
 }
 
 // One cublasLtMatmul over batch <= INT_MAX products. Returns false when the plan has no
-// bias epilogue for p's bias (the caller adds it).
+// bias epilogue for p's bias (the caller adds it); a plan whose epilogue call is refused
+// (a status, nothing launched) is marked as having none.
 bool lt_matmul(const LtContext& lt, const GemmProblem& p, std::int64_t batch, int device) {
   const bool f64 = p.type == ElementType::F64;
   Plan& plan = plan_for(lt, p, batch, device);
@@ -276,9 +277,14 @@ bool lt_matmul(const LtContext& lt, const GemmProblem& p, std::int64_t batch, in
                  "cublasLtMatmulDescSetAttribute(BIAS_POINTER)");
   }
   // beta == 0: cuBLASLt does not read C, so old values (NaN included) do not leak.
-  check_status(cublasLtMatmul(lt.handle, d.op, alpha, p.b.data, d.a, p.a.data, d.b, beta, p.out, d.out, p.out, d.out,
-                              &plan.heuristic.algo, lt.workspace, kWorkspaceBytes, detail::stream()),
-               "cublasLtMatmul");
+  const cublasStatus_t status = cublasLtMatmul(lt.handle, d.op, alpha, p.b.data, d.a, p.a.data, d.b, beta, p.out,
+                                               d.out, p.out, d.out, &plan.heuristic.algo, lt.workspace,
+                                               kWorkspaceBytes, detail::stream());
+  if (status != CUBLAS_STATUS_SUCCESS && plan.bias_epilogue) {
+    plan.bias_epilogue = false;
+    return false;
+  }
+  check_status(status, "cublasLtMatmul");
   return true;
 }
 
@@ -316,6 +322,7 @@ void gemm(const GemmProblem& problem, int device) {
   }
   const LtContext& lt = context(device);
   // cuBLASLt counts a batch in int32: larger batches run in chunks.
+  bool bias_written_first = false;
   for (std::int64_t start = 0; start < problem.batch; start += INT_MAX) {
     GemmProblem chunk = problem;
     chunk.a.data = static_cast<const char*>(problem.a.data) + start * problem.a.batch_stride * item;
@@ -327,12 +334,15 @@ void gemm(const GemmProblem& problem, int device) {
       chunk.bias = nullptr;
       chunk.beta = 1;
       lt_matmul(lt, chunk, chunk.batch, device);
+      bias_written_first = true;
     }
   }
-  // The profile's variant ends with the operands' smallest alignment in bytes.
+  // The profile's variant ends with the bias (0 none, 1 written into out first, 2 in the
+  // epilogue) and the operands' smallest alignment in bytes.
+  const int bias_variant = problem.bias == nullptr ? 0 : bias_written_first ? 1 : 2;
   detail::after_launch("matmul", {static_cast<int>(problem.type), problem.batch, problem.m, problem.n, problem.k,
                                   problem.a.col_major, problem.b.col_major, problem.a.ld, problem.b.ld,
-                                  problem.beta != 0, problem.bias != nullptr,
+                                  problem.beta != 0, bias_variant,
                                   std::min({alignment(problem.a.data, problem.a.batch_stride * item, problem.batch),
                                             alignment(problem.b.data, problem.b.batch_stride * item, problem.batch),
                                             alignment(problem.out, problem.m * problem.n * item, problem.batch)})});
