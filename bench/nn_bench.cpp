@@ -1,7 +1,7 @@
 // Forward + backward of the nn functional hot spots at GPT-2 (124M) shapes with B = 4,
 // T = 64: softmax / cross-entropy over the vocabulary, layer_norm over C = 768, the fused
-// causal attention with 12 heads of 64, and the backward of the views that take q, k, v
-// out of the fused projection.
+// causal attention with 12 heads of 64, rope on such heads, and the backward of the views
+// that take q, k, v out of the fused projection.
 //   build/release/bin/nn_bench
 #include <benchmark/benchmark.h>
 
@@ -82,10 +82,23 @@ void QkvHeadsBackward(benchmark::State& state) {
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) * x.nbytes() * 2);  // g in, dqkv out
 }
 
+// rope on LLaMA-style heads (B, 12, T, 64) float32, forward + backward.
+void RopeForwardBackward(benchmark::State& state) {
+  const RopeFrequencies f = rope_frequencies(64, kRows / 4, 10000.0, false);
+  Tensor x = randn({4, 12, kRows / 4, 64}).requires_grad_();
+  const Tensor g = randn({4, 12, kRows / 4, 64});
+  for (auto _ : state) {
+    rope(x, f.cos, f.sin).backward(g);
+    x.set_grad(Tensor());
+  }
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) * x.nbytes() * 4);  // x, y, g, dx
+}
+
 BENCHMARK(SoftmaxForwardBackward)->Arg(50304)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(CrossEntropyForwardBackward)->Arg(50304)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(LayerNormForwardBackward)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(CausalAttentionForwardBackward)->Arg(64)->Arg(256)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(RopeForwardBackward)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(QkvHeadsBackward)->ArgName("split")->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace

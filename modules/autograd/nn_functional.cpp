@@ -583,14 +583,14 @@ Tensor rope(const Tensor& x, const Tensor& cos, const Tensor& sin) {
     throw ShapeError("rope", concat("cos/sin of shape ", cos.shape(), " do not cover (T, D/2) = (", seq, ", ", half,
                                     ") of x ", x.shape()));
   const Tensor c = cos.narrow(0, 0, seq).to(x.dtype()), s = sin.narrow(0, 0, seq).to(x.dtype());
-  const Tensor pairs = x.unflatten(-1, {half, 2});  // (..., T, D/2, 2)
-  const Tensor even = pairs.select(-1, 0), odd = pairs.select(-1, 1);
+  // The pairs (..., T, D/2, 2) split into their even and odd entries (one node: its backward
+  // is one cat), rotated, and interleaved back by a stack: [..., i, 0] = rotated_even,
+  // [..., i, 1] = rotated_odd.
+  const TensorList parts = split(x.unflatten(-1, {half, 2}), 1, -1);
+  const Tensor even = parts[0].squeeze(-1), odd = parts[1].squeeze(-1);
   const Tensor rotated_even = sub(mul(even, c), mul(odd, s));
   const Tensor rotated_odd = add(mul(even, s), mul(odd, c));
-  // Interleave back: [..., i, 0] = rotated_even, [..., i, 1] = rotated_odd.
-  const Tensor first = from_vector<double>({1, 0}, {2}, {.dtype = x.dtype(), .device = x.device()});
-  const Tensor second = from_vector<double>({0, 1}, {2}, {.dtype = x.dtype(), .device = x.device()});
-  return add(mul(rotated_even.unsqueeze(-1), first), mul(rotated_odd.unsqueeze(-1), second)).flatten(-2, -1);
+  return stack({rotated_even, rotated_odd}, -1).flatten(-2, -1);
 }
 
 RopeFrequencies rope_frequencies(std::int64_t head_dim, std::int64_t max_seq_len, double theta, bool use_scaled,

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <numbers>
 #include <vector>
 
@@ -422,6 +423,18 @@ TEST(NNFunctional, DropoutStatistics) {
   EXPECT_NEAR(kept, 0.7, 0.005);
   EXPECT_NEAR(values(mean(y))[0], 1.0, 0.01);
   for (double e : v) EXPECT_TRUE(e == 0 || std::abs(e - 1 / 0.7) < 1e-6);
+}
+
+TEST(NNFunctional, RopeKeepsEachRotatedEntryOfItsOwn) {
+  // A pair (1, inf) at position 1: each rotated entry is infinite with the sign of the
+  // rotation (cos 1 - inf sin 1, sin 1 + inf cos 1), not NaN from another entry times 0.
+  const RopeFrequencies f = rope_frequencies(2, 2, 10000.0, false);
+  const Tensor x = from_vector<float>({0, 0, 1, std::numeric_limits<float>::infinity()}, {2, 2});
+  const std::vector<double> y = values(rope(x, f.cos, f.sin));
+  EXPECT_EQ(y[0], 0.0);
+  EXPECT_EQ(y[1], 0.0);
+  EXPECT_EQ(y[2], -std::numeric_limits<double>::infinity());
+  EXPECT_EQ(y[3], std::numeric_limits<double>::infinity());
 }
 
 TEST(NNFunctional, Errors) {
