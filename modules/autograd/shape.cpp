@@ -263,23 +263,31 @@ Tensor stack(const TensorList& tensors, std::int64_t dim) {
 
 namespace {
 
-// The pieces Tensor::split / Tensor::chunk cut (checked there), as fresh views of x along
-// dim, recorded as one op: its backward is a single cat of the pieces' gradients (zeros for
-// pieces that got none), where one view per piece would scatter each gradient into its own
-// zero-filled buffer of x's size and sum those. The pieces are views of a tensor in the
-// graph, so in-place writes into them are refused like those into any such view.
-TensorList pieces_of(std::string_view op, const Tensor& x, const TensorList& cut, std::int64_t dim) {
-  if (!any_needs_grad({x})) return cut;
-  const std::int64_t d = wrap_dim(op, dim, x.dim());
+// The pieces `cut` makes (Tensor::split / Tensor::chunk, which check the arguments), views
+// of x along dim made without a node each, recorded as one op: its backward is a single cat
+// of the pieces' gradients (zeros for pieces that got none), where one view node per piece
+// would scatter each gradient into its own zero-filled buffer of x's size and sum those.
+// The pieces are views of a tensor in the graph, so in-place writes into them are refused
+// like those into any such view.
+template <class Cut>
+TensorList pieces_of(std::string_view op, const Tensor& x, std::int64_t dim, Cut cut) {
+  if (!any_needs_grad({x})) return cut();
   TensorList pieces;
   std::vector<Shape> shapes;
-  std::int64_t start = 0;
+  std::int64_t d = 0;
   {
     NoGradGuard no_grad;
-    for (const Tensor& c : cut) {  // own views: split of an empty dim hands back x itself
-      pieces.push_back(x.narrow(d, start, c.shape()[d]));
-      shapes.push_back(c.shape());
-      start += c.shape()[d];
+    pieces = cut();
+    d = wrap_dim(op, dim, x.dim());
+    // Each output its own tensor: split of an empty dim hands back x itself, chunk of one
+    // hands back one empty view several times.
+    std::int64_t start = 0;
+    for (std::size_t i = 0; i < pieces.size(); ++i) {
+      const auto shares = [&](const Tensor& other) { return other.is_same(pieces[i]); };
+      if (pieces[i].is_same(x) || std::any_of(pieces.begin(), pieces.begin() + static_cast<std::ptrdiff_t>(i), shares))
+        pieces[i] = x.narrow(d, start, pieces[i].shape()[d]);
+      start += pieces[i].shape()[d];
+      shapes.push_back(pieces[i].shape());
     }
   }
   const TensorOptions options{.dtype = x.dtype(), .device = x.device()};
@@ -297,13 +305,13 @@ TensorList pieces_of(std::string_view op, const Tensor& x, const TensorList& cut
 }  // namespace
 
 TensorList split(const Tensor& x, std::int64_t split_size, std::int64_t dim) {
-  return pieces_of("split", x, x.split(split_size, dim), dim);
+  return pieces_of("split", x, dim, [&] { return x.split(split_size, dim); });
 }
 TensorList split(const Tensor& x, const std::vector<std::int64_t>& split_sizes, std::int64_t dim) {
-  return pieces_of("split", x, x.split(split_sizes, dim), dim);
+  return pieces_of("split", x, dim, [&] { return x.split(split_sizes, dim); });
 }
 TensorList chunk(const Tensor& x, std::int64_t chunks, std::int64_t dim) {
-  return pieces_of("chunk", x, x.chunk(chunks, dim), dim);
+  return pieces_of("chunk", x, dim, [&] { return x.chunk(chunks, dim); });
 }
 
 // ---- repeating ----

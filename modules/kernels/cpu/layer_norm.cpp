@@ -8,6 +8,8 @@ module;
 #include <cmath>
 #include <cstdint>
 #include <vector>
+
+#include "partial_sums.h"
 module infini.kernels;
 
 namespace infini::kernels {
@@ -15,22 +17,9 @@ namespace {
 
 constexpr std::int64_t kChunkRows = 64;
 
-// Row sums in float64 over 8 interleaved partial sums, added in a fixed order at the end:
-// independent chains the compiler can vectorize, the same bits on every run.
-constexpr int kPartials = 8;
-
-double total(const double (&part)[kPartials]) {
-  return ((part[0] + part[1]) + (part[2] + part[3])) + ((part[4] + part[5]) + (part[6] + part[7]));
-}
-
-// part[j % kPartials] += term(j) for j < n, in blocks of kPartials (j ascending in each part).
-template <class F>
-void add_terms(double (&part)[kPartials], std::int64_t n, F&& term) {
-  std::int64_t j = 0;
-  for (; j + kPartials <= n; j += kPartials)
-    for (int k = 0; k < kPartials; ++k) part[k] += term(j + k);
-  for (; j < n; ++j) part[j % kPartials] += term(j);
-}
+using cpu::add_terms;
+using cpu::kPartials;
+using cpu::total;
 
 template <class T>
 void forward_rows(T* y, T* mean, T* rstd, const T* x, const T* weight, const T* bias, std::int64_t n, std::int64_t c,

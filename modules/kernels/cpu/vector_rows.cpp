@@ -7,6 +7,8 @@
 #include <cmath>
 #include <numbers>
 
+#include "partial_sums.h"
+
 namespace infini::cpu {
 namespace {
 
@@ -59,24 +61,18 @@ ShiftedExpSum shifted_exp_sum_row(const float* x, std::int64_t n) noexcept {
   const float max = v.maxCoeff();
   const float shift = std::isinf(max) ? 0.0f : max;
   // exp in float32 vectors into a block (a cast in the same expression as exp makes Eigen
-  // take exp one element at a time), then each value added in float64 to one of 8
-  // interleaved partial sums: vector adds instead of one chain of dependent ones, and a
-  // fixed order.
-  constexpr std::int64_t kBlock = 256, kLanes = 8;
+  // take exp one element at a time), then the values summed in float64 over interleaved
+  // partial sums (the block length is a multiple of their count, so one order throughout).
+  constexpr std::int64_t kBlock = 256;
+  static_assert(kBlock % kPartials == 0);
   Eigen::Array<float, kBlock, 1> block;
-  double partial[kLanes] = {};
+  double partial[kPartials] = {};
   for (std::int64_t i = 0; i < n; i += kBlock) {
     const std::int64_t length = std::min(kBlock, n - i);
     block.head(length) = (v.segment(i, length) - shift).exp();
-    const float* e = block.data();
-    std::int64_t j = 0;
-    for (; j + kLanes <= length; j += kLanes)
-      for (std::int64_t k = 0; k < kLanes; ++k) partial[k] += static_cast<double>(e[j + k]);
-    for (; j < length; ++j) partial[j % kLanes] += static_cast<double>(e[j]);
+    add_terms(partial, length, [&](std::int64_t j) { return static_cast<double>(block[j]); });
   }
-  const double sum = ((partial[0] + partial[1]) + (partial[2] + partial[3])) +
-                     ((partial[4] + partial[5]) + (partial[6] + partial[7]));
-  return {shift, sum};
+  return {shift, total(partial)};
 }
 
 void scaled_exp_row(float* out, const float* x, float shift, float scale, std::int64_t n) noexcept {
