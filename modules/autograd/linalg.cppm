@@ -1,6 +1,7 @@
 // Differentiable matrix products (PyTorch semantics): matmul with its rules for 1-D
 // operands and broadcast batch dims, the strict forms mm, bmm, mv, dot and outer, the
-// fused-add forms baddbmm, addmm, addmv and addbmm, linear, einsum and cdist. Operands
+// fused-add forms baddbmm, addmm, addmv and addbmm, linear, einsum, cdist, and the singular
+// value decomposition (linalg_svd, svdvals). Operands
 // share one floating-point dtype (float16/bfloat16 are computed in float32); integer
 // operands are a DTypeError, mismatched shapes a ShapeError naming both shapes.
 module;
@@ -14,8 +15,9 @@ import :function;
 export namespace infini {
 
 // Every op of this family by name, for the op table test.
-inline constexpr std::array<std::string_view, 13> kLinalgOps = {
-    "matmul", "mm", "bmm", "mv", "dot", "outer", "baddbmm", "linear", "addmm", "addmv", "addbmm", "einsum", "cdist"};
+inline constexpr std::array<std::string_view, 15> kLinalgOps = {
+    "matmul", "mm",    "bmm",   "mv",    "dot",    "outer",      "baddbmm", "linear",
+    "addmm",  "addmv", "addbmm", "einsum", "cdist", "linalg_svd", "svdvals"};
 
 // a (*A, m, k) @ b (*B, k, n) -> (broadcast(*A, *B), m, n). A 1-D a is a row (1, k) and a
 // 1-D b a column (k, 1); the dim so added is dropped from the result, so (k) @ (k) is a
@@ -50,5 +52,22 @@ Tensor einsum(std::string_view equation, const TensorList& operands);
 Tensor cdist(const Tensor& x1, const Tensor& x2, double p = 2);
 // x (*, in) @ weight (out, in)^T + bias (out) -> (*, out); an undefined bias adds nothing.
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = {});
+
+// ---- singular value decomposition (svd.cpp) ----
+// torch.linalg.svd of x (*, m, n), float32 or float64 (other dtypes: DTypeError; fewer than
+// 2 dims: ShapeError), k = min(m, n): x = U diag(S) Vh with S (*, k) descending and >= 0,
+// U (*, m, k) and Vh (*, k, n) with orthonormal columns / rows, or with full_matrices
+// U (*, m, m) and Vh (*, n, n) completed to orthogonal matrices. Singular vectors are
+// unique only up to sign (and, for repeated singular values, up to a rotation): use them
+// through sign-invariant functions. Error when x holds Inf or NaN (as PyTorch).
+// Gradients as PyTorch's svd_backward (differentiable again); they are large where two
+// singular values are close, and not defined where they are equal.
+struct SvdResult {
+  Tensor U, S, Vh;
+};
+SvdResult linalg_svd(const Tensor& x, bool full_matrices = true);
+// torch.linalg.svdvals: linalg_svd(x, false).S; the gradient U diag(gS) Vh is defined
+// everywhere.
+Tensor svdvals(const Tensor& x);
 
 }  // namespace infini

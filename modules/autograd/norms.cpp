@@ -1,5 +1,6 @@
 // Vector and matrix norms: norm / vector_norm for any p over any dims, matrix_norm over
-// two dims. float16/bfloat16 are computed in float32 and rounded back. Gradients follow
+// two dims ("nuc" and +-2 through svdvals, svd.cpp). float16/bfloat16 are computed in
+// float32 and rounded back (except for the singular values, as PyTorch). Gradients follow
 // PyTorch's norm_backward: 0 where the norm is 0, split among ties for p = +-inf.
 module;
 #include <algorithm>
@@ -99,6 +100,29 @@ std::pair<std::int64_t, std::int64_t> matrix_dims(const Tensor& x, const std::ve
   return {d0, d1};
 }
 
+// "nuc" (ord = 0 here) and ord = +-2: the sum, max or min of the singular values of the
+// matrices over (d0, d1), moved to the end. float32 / float64 only, as PyTorch.
+Tensor singular_value_norm(const Tensor& x, std::string_view ord_name, double ord, std::int64_t d0, std::int64_t d1,
+                           bool keepdim) {
+  if (x.dtype() != kFloat32 && x.dtype() != kFloat64)
+    throw DTypeError("matrix_norm", concat("ord ", ord_name, " needs singular values, computed in float32 and float64 "
+                                           "only (as PyTorch), got ", x.dtype()));
+  if (ord != 0) {  // a max / min over the singular values, of which an empty matrix has none
+    Mask over(static_cast<std::size_t>(x.dim()), false);
+    over[d0] = over[d1] = true;
+    require_nonempty("matrix_norm", x, over);
+  }
+  std::vector<std::int64_t> order;
+  for (std::int64_t d = 0; d < x.dim(); ++d)
+    if (d != d0 && d != d1) order.push_back(d);
+  order.push_back(d0);
+  order.push_back(d1);
+  const Tensor sv = svdvals(x.permute(order));  // (*, k)
+  Tensor y = ord == 0 ? sum(sv, {-1}) : ord > 0 ? amax(sv, {-1}) : amin(sv, {-1});
+  if (keepdim) y = y.unsqueeze(std::min(d0, d1)).unsqueeze(std::max(d0, d1));
+  return y;
+}
+
 }  // namespace
 
 Tensor norm(const Tensor& x, double p, const std::vector<std::int64_t>& dims, bool keepdim) {
@@ -112,8 +136,7 @@ Tensor vector_norm(const Tensor& x, double ord, const std::vector<std::int64_t>&
 Tensor matrix_norm(const Tensor& x, std::string_view ord, const std::vector<std::int64_t>& dims, bool keepdim) {
   const auto [d0, d1] = matrix_dims(x, dims);
   if (ord == "fro") return vector_p_norm("matrix_norm", x, 2, {d0, d1}, keepdim);
-  if (ord == "nuc")
-    throw Error("matrix_norm", "ord \"nuc\" (the sum of the singular values) needs an SVD, which is not implemented");
+  if (ord == "nuc") return singular_value_norm(x, "\"nuc\"", 0, d0, d1, keepdim);
   throw Error("matrix_norm", concat("ord must be \"fro\" or \"nuc\", got \"", ord, "\""));
 }
 
@@ -121,11 +144,9 @@ Tensor matrix_norm(const Tensor& x, std::string_view ord, const std::vector<std:
 // ord = inf / -inf: the same with the dims swapped (row sums).
 Tensor matrix_norm(const Tensor& x, double ord, const std::vector<std::int64_t>& dims, bool keepdim) {
   auto [d0, d1] = matrix_dims(x, dims);
-  if (std::abs(ord) == 2)
-    throw Error("matrix_norm",
-                concat("ord = ", ord, " (the extreme singular value) needs an SVD, which is not implemented"));
+  if (std::abs(ord) == 2) return singular_value_norm(x, concat(ord), ord, d0, d1, keepdim);
   if (std::abs(ord) != 1 && !std::isinf(ord))
-    throw Error("matrix_norm", concat("ord must be 1, -1, inf or -inf (or \"fro\"), got ", ord));
+    throw Error("matrix_norm", concat("ord must be 1, -1, 2, -2, inf or -inf (or \"fro\", \"nuc\"), got ", ord));
   if (std::isinf(ord)) std::swap(d0, d1);
   Mask over(static_cast<std::size_t>(x.dim()), false);
   over[d1] = true;

@@ -70,8 +70,10 @@ Tensor norm(const Tensor& x, double p = 2, const std::vector<std::int64_t>& dims
 // torch.linalg.vector_norm: norm with ord = p.
 Tensor vector_norm(const Tensor& x, double ord = 2, const std::vector<std::int64_t>& dims = {}, bool keepdim = false);
 // torch.linalg.matrix_norm over the two dims (default the last two) of x (*, m, n): "fro"
-// (Frobenius), or ord = 1 / -1 (max / min absolute column sum) and inf / -inf (max / min
-// absolute row sum). "nuc" and ord = +-2 need singular values: an Error.
+// (Frobenius), "nuc" (the sum of the singular values), or ord = 1 / -1 (max / min absolute
+// column sum), inf / -inf (max / min absolute row sum) and 2 / -2 (largest / smallest
+// singular value, an IndexError for an empty matrix). "nuc" and +-2 go through svdvals
+// (float32 and float64 only, as PyTorch: float16/bfloat16 are a DTypeError there).
 Tensor matrix_norm(const Tensor& x, std::string_view ord = "fro", const std::vector<std::int64_t>& dims = {-2, -1},
                    bool keepdim = false);
 Tensor matrix_norm(const Tensor& x, double ord, const std::vector<std::int64_t>& dims = {-2, -1},

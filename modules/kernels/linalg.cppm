@@ -1,5 +1,6 @@
 // Matrix products: the batched GEMM kernel signature and the raw (non-differentiable)
-// product behind infini.autograd's matmul, mm, bmm, mv, dot, outer, baddbmm and linear.
+// product behind infini.autograd's matmul, mm, bmm, mv, dot, outer, baddbmm and linear;
+// the batched SVD kernel signature behind linalg_svd.
 module;
 #include <string_view>
 export module infini.kernels:linalg;
@@ -18,6 +19,19 @@ struct GemmKernel {
   static constexpr std::string_view name = "matmul";
   using Fn = void (*)(const Tensor& out, const Tensor& a, const Tensor& b, double alpha, double beta,
                       const Tensor& bias);
+};
+
+// The singular value decomposition a = U diag(S) Vh of every matrix of a (batch, m, n),
+// contiguous float32 or float64, k = min(m, n): S (batch, k) descending and >= 0; U and Vh
+// have orthonormal columns / rows, reduced (U (batch, m, k), Vh (batch, k, n)) or full
+// (U (batch, m, m), Vh (batch, n, n)), the columns for zero (and missing) singular values
+// completed to an orthonormal set. One-sided Jacobi in float64 (infini/math/jacobi_svd.h),
+// the same code on every device. U, S, Vh contiguous of a's dtype; status (batch) int32:
+// 0 done, 1 the matrix holds Inf or NaN (its outputs are NaN), 2 no convergence. The
+// caller reads status and raises.
+struct SvdKernel {
+  static constexpr std::string_view name = "linalg_svd";
+  using Fn = void (*)(const Tensor& u, const Tensor& s, const Tensor& vh, const Tensor& status, const Tensor& a);
 };
 
 // How float32 matrix products may compute, as torch.set_float32_matmul_precision:

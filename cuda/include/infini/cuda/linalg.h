@@ -1,4 +1,5 @@
-// Batched matrix products on the GPU through cuBLASLt (plain C++ interface).
+// Batched matrix products on the GPU through cuBLASLt, and the batched SVD (plain C++
+// interface).
 #pragma once
 
 #include <cstdint>
@@ -37,5 +38,21 @@ struct GemmProblem {
   bool allow_tf32 = false;
 };
 void gemm(const GemmProblem& problem, int device);
+
+// The SVD of `batch` contiguous row-major (m, n) matrices a of `type` (F32 or F64), k =
+// min(m, n): u (batch, m, full ? m : k), s (batch, k), vh (batch, full ? n : k, n) of that
+// type and status (batch) int32 (infini/math/jacobi_svd.h's SvdStatus), all contiguous, by
+// the one-sided Jacobi of infini/math/jacobi_svd.h, one thread per matrix. work: batch *
+// math::jacobi_svd_workspace(m, n, full) doubles of device memory, overwritten.
+struct SvdProblem {
+  ElementType type = ElementType::F32;
+  std::int64_t batch = 0, m = 0, n = 0;
+  bool full = false;
+  const void* a = nullptr;
+  void *u = nullptr, *s = nullptr, *vh = nullptr;
+  std::int32_t* status = nullptr;
+  double* work = nullptr;
+};
+void svd(const SvdProblem& problem, int device);
 
 }  // namespace infini::cuda
