@@ -196,6 +196,13 @@ BinaryFailure binary(const StridedArray& out, const StridedArray& a, const Strid
   });
   detail::after_launch("binary", {static_cast<int>(op), static_cast<int>(a.type)});
   if (!checked) return BinaryFailure::None;
+  const bool floor_div = op == BinaryOp::FloorDiv;
+  if (detail::defer_check(flag, sizeof(std::int32_t), [floor_div](const void* host) {
+        if (*static_cast<const std::int32_t*>(host) != 0)
+          throw CudaError(floor_div ? "floor_divide: integer division by zero (in a CUDA graph replay)"
+                                    : "pow: an integer raised to a negative power (in a CUDA graph replay)");
+      }))
+    return BinaryFailure::None;
   std::int32_t failed = 0;
   detail::check(cudaMemcpyAsync(&failed, flag, sizeof failed, cudaMemcpyDeviceToHost, detail::stream()),
                 "binary flag read");

@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "capture.cuh"
 #include "infini/cuda/cuda.h"
 
 namespace infini::cuda::detail {
@@ -29,7 +30,7 @@ void profile_start();
 inline void use_device(int device) {
   if (cudaError_t err = cudaSetDevice(device); err != cudaSuccess)
     fail(err, "cudaSetDevice(" + std::to_string(device) + ")");
-  if (profiling_ops()) profile_start();
+  if (profiling_ops() && !capturing()) profile_start();
 }
 
 }  // namespace infini::cuda::detail

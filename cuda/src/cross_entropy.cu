@@ -125,6 +125,13 @@ BadTarget cross_entropy_forward(void* loss, double* lse, const CrossEntropyRows&
         rows, static_cast<detail::compute_t<T>*>(loss), lse, bad);
   });
   detail::after_launch("cross_entropy");
+  if (detail::defer_check(bad, sizeof(*bad), [](const void* host) {
+        const unsigned long long row = *static_cast<const unsigned long long*>(host);
+        if (row != ~0ull)
+          throw CudaError("cross_entropy: the target of row " + std::to_string(row) +
+                          " is out of range (in a CUDA graph replay)");
+      }))
+    return {};
   unsigned long long first_bad = 0;
   detail::check(cudaMemcpyAsync(&first_bad, bad, sizeof(first_bad), cudaMemcpyDeviceToHost, detail::stream()),
                 "cross_entropy: reading back the target check");

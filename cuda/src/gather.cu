@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstdint>
+#include <string>
 
 #include "index_common.cuh"
 
@@ -89,6 +90,13 @@ bool index_outside(const StridedArray& index, std::int64_t lo, std::int64_t hi, 
   find_outside_kernel<<<detail::blocks_for(numel), detail::kThreads, 0, detail::stream()>>>(ix, numel, lo, hi, result);
   read_outside_kernel<<<1, 1, 0, detail::stream()>>>(ix, result);
   detail::after_launch("index_range");
+  if (detail::defer_check(result, 2 * sizeof(unsigned long long), [lo, hi](const void* host) {
+        const auto* found = static_cast<const unsigned long long*>(host);
+        if (found[0] != ULLONG_MAX)
+          throw CudaError("index " + std::to_string(static_cast<long long>(found[1])) + " is out of range [" +
+                          std::to_string(lo) + ", " + std::to_string(hi) + ") (in a CUDA graph replay)");
+      }))
+    return false;
   unsigned long long host[2];
   detail::read_back(host, result, 2, "index_range");
   if (host[0] == ULLONG_MAX) return false;

@@ -46,6 +46,7 @@ const LtContext& context(int device) {
   std::lock_guard lock(mutex);
   if (auto it = contexts.find(device); it != contexts.end()) return it->second;
   LtContext c;
+  detail::RelaxedCapture relaxed;  // created on first use, which may be inside a capture
   check_status(cublasLtCreate(&c.handle), "cublasLtCreate");
   if (cudaError_t err = cudaMalloc(&c.workspace, kWorkspaceBytes); err != cudaSuccess) {
     cublasLtDestroy(c.handle);

@@ -105,6 +105,7 @@ std::int64_t grad_norm_scratch(std::span<const NormTensor> tensors) {
 }
 
 double grad_norm_sum(std::span<const NormTensor> tensors, double p, double* scratch, int device) {
+  detail::refuse_capture("the gradient norm", "it returns the norm to the host");
   for (const NormTensor& t : tensors)
     if (t.type != ElementType::F16 && t.type != ElementType::BF16 && t.type != ElementType::F32 &&
         t.type != ElementType::F64)

@@ -48,6 +48,7 @@ __global__ void __launch_bounds__(kThreads)
 }  // namespace
 
 bool unscale_grads(std::span<const UnscaleTensor> tensors, float inv_scale, int* flag, int device) {
+  detail::refuse_capture("unscale_grads", "it returns whether a gradient overflowed to the host");
   for (const UnscaleTensor& t : tensors)
     if (t.type != ElementType::BF16 && t.type != ElementType::F32 && t.type != ElementType::F64)
       throw CudaError("unscale_grads: expected bfloat16, float32 or float64 tensors");

@@ -69,6 +69,7 @@ T* scratch(const DeviceAlloc& alloc, std::int64_t n) {
 // Waits for the stream and copies `count` T from device memory at src to dst.
 template <class T>
 void read_back(T* dst, const T* src, std::size_t count, const char* what) {
+  refuse_capture(what, "the op sizes its result by a value it reads back from the GPU");
   check(cudaMemcpyAsync(dst, src, count * sizeof(T), cudaMemcpyDeviceToHost, stream()), what);
   check(cudaStreamSynchronize(stream()), what);
 }

@@ -6,14 +6,16 @@
 #include <initializer_list>
 #include <string>
 
+#include "capture.cuh"
 #include "check.cuh"
 
 namespace infini::cuda::detail {
 
 // The stream Infini's kernels, copies and fills are issued on: the legacy default stream
 // of the current device, so they are ordered with each other and with the synchronous
-// cudaMemcpy of host transfers.
-inline cudaStream_t stream() { return nullptr; }
+// cudaMemcpy of host transfers; while the calling thread captures a CUDA graph, the
+// capture's stream (capture.cuh).
+inline cudaStream_t stream() { return capture_stream; }
 
 // True when INFINI_CUDA_SYNC=1: every op then waits for its kernels, so an asynchronous
 // error is reported by the op that caused it.
@@ -33,6 +35,7 @@ void profile_resolve();
 // types, sizes).
 inline void after_launch(const char* op, std::initializer_list<long long> variant = {}) {
   if (cudaError_t err = cudaGetLastError(); err != cudaSuccess) fail(err, std::string(op) + " kernel launch");
+  if (capturing()) return;  // nothing ran: nothing to wait for or time
   if (sync_after_each_op())
     if (cudaError_t err = cudaStreamSynchronize(stream()); err != cudaSuccess)
       fail(err, std::string(op) + " kernel (INFINI_CUDA_SYNC=1)");

@@ -229,6 +229,7 @@ MultinomialProblem multinomial(std::int64_t* out, const void* probs, ElementType
                                std::int64_t categories, std::int64_t samples, bool replacement,
                                PhiloxCounters counters, const Allocate& allocate, int device) {
   if (rows == 0) return {};
+  detail::refuse_capture("multinomial", "each replay would draw the same samples");
   detail::use_device(device);
   return detail::visit_floating(type, "multinomial", [&](auto tag) -> MultinomialProblem {
     using T = typename decltype(tag)::type;

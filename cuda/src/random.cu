@@ -53,6 +53,7 @@ __global__ void random_fill_kernel(T* out, std::int64_t numel, PhiloxCounters co
 
 template <class T, class Sample>
 void launch(void* out, std::int64_t numel, PhiloxCounters counters, Sample sample) {
+  detail::refuse_capture("a random fill", "each replay would draw the same numbers");
   random_fill_kernel<T><<<detail::blocks_for(numel), detail::kThreads, 0, detail::stream()>>>(
       static_cast<T*>(out), numel, counters, sample);
 }

@@ -23,6 +23,7 @@ void* malloc(std::size_t bytes, int device) {
   if (bytes == 0) return nullptr;
   use_device(device);
   void* ptr = nullptr;
+  detail::RelaxedCapture relaxed;  // a capture's private pool grows by plain cudaMalloc
   if (cudaError_t err = cudaMalloc(&ptr, bytes); err != cudaSuccess)
     detail::fail(err, "cudaMalloc of " + std::to_string(bytes) + " bytes on device " + std::to_string(device));
   return ptr;
@@ -38,11 +39,14 @@ void free(void* ptr, int device) noexcept {
 void copy_host_to_device(void* dst, const void* src, std::size_t bytes, int device) {
   if (bytes == 0) return;
   use_device(device);
+  if (detail::capturing()) return detail::upload(dst, src, bytes, "copy host to device");  // a graph constant
   check(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice), "cudaMemcpy host to device");
 }
 
 void copy_device_to_host(void* dst, const void* src, std::size_t bytes, int device) {
   if (bytes == 0) return;
+  detail::refuse_capture("a copy from the GPU to the host",
+                         "the host would read the value once, at capture time, not after each replay");
   use_device(device);
   check(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy device to host");
 }
@@ -51,13 +55,18 @@ void copy_device_to_device(void* dst, int dst_device, const void* src, int src_d
   if (bytes == 0) return;
   if (dst_device == src_device) {
     use_device(dst_device);
+    if (detail::capturing())
+      return check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, detail::stream()),
+                   "cudaMemcpyAsync device to device");
     check(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToDevice), "cudaMemcpy device to device");
   } else {
+    detail::refuse_capture("a copy between two GPUs", "only the work of the capturing GPU is recorded");
     check(cudaMemcpyPeer(dst, dst_device, src, src_device, bytes), "cudaMemcpyPeer");
   }
 }
 
 void synchronize(int device) {
+  detail::refuse_capture("synchronize", "waiting for the GPU inside a capture would wait for nothing");
   use_device(device);
   check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
   detail::profile_resolve();

@@ -82,10 +82,8 @@ void gather_dims(const StridedArray& out, const StridedArray& in, const std::int
     t.base[d] = entries;
     entries += out.sizes[d];
   }
-  if (entries > 0)
-    detail::check(cudaMemcpyAsync(table, offsets, static_cast<std::size_t>(entries) * sizeof(std::int64_t),
-                                  cudaMemcpyHostToDevice, detail::stream()),
-                  "gather_dims: copying the index tables");
+  detail::upload(table, offsets, static_cast<std::size_t>(entries) * sizeof(std::int64_t),
+                 "gather_dims: copying the index tables");
   switch (out.type) {
     case ElementType::Bool:
     case ElementType::U8:
@@ -109,13 +107,10 @@ void scatter_add_dim(void* out, const void* in, ElementType type, std::int64_t o
   if (total == 0) return;
   detail::use_device(device);
   const cudaStream_t stream = detail::stream();
-  detail::check(cudaMemcpyAsync(table, starts, static_cast<std::size_t>(n + 1) * sizeof(std::int64_t),
-                                cudaMemcpyHostToDevice, stream),
-                "scatter_add_dim: copying the index table");
-  if (m > 0)
-    detail::check(cudaMemcpyAsync(table + n + 1, sources, static_cast<std::size_t>(m) * sizeof(std::int64_t),
-                                  cudaMemcpyHostToDevice, stream),
-                  "scatter_add_dim: copying the index table");
+  detail::upload(table, starts, static_cast<std::size_t>(n + 1) * sizeof(std::int64_t),
+                 "scatter_add_dim: copying the index table");
+  detail::upload(table + n + 1, sources, static_cast<std::size_t>(m) * sizeof(std::int64_t),
+                 "scatter_add_dim: copying the index table");
   detail::visit(type, "scatter_add_dim", [&](auto tag) {
     using T = typename decltype(tag)::type;
     scatter_add_dim_kernel<T><<<detail::blocks_for(total), detail::kThreads, 0, stream>>>(

@@ -19,8 +19,10 @@ module;
 #include "infini/cuda/block_allocator.h"
 #if INFINI_HAS_CUDA
 #include "infini/cuda/cuda.h"
+#include "infini/cuda/graph.h"
 #endif
 module infini.tensor;
+import :cuda_graph;
 
 namespace infini {
 namespace {
@@ -42,6 +44,8 @@ class DeviceAllocator {
   virtual MemoryStats stats() = 0;
   virtual void reset_peak() = 0;
   virtual void empty_cache() = 0;
+  virtual void retain_pool(std::uintptr_t pool) = 0;
+  virtual void release_pool(std::uintptr_t pool) = 0;
 };
 
 OutOfMemoryError out_of_memory(Device device, std::size_t nbytes, std::int64_t allocated, std::int64_t reserved) {
@@ -98,6 +102,8 @@ class CpuCachingAllocator final : public DeviceAllocator {
     std::lock_guard lock(mutex_);
     release_cached();
   }
+  void retain_pool(std::uintptr_t) override {}  // no CUDA graphs on the CPU
+  void release_pool(std::uintptr_t) override {}
 
  private:
   static void* raw_allocate(std::size_t size) { return std::aligned_alloc(kAlignment, size); }
@@ -140,7 +146,8 @@ class CudaMemory final : public memory::DeviceMemory {
   int device_;
 };
 
-// Every block is allocated for the default stream, the one Infini's kernels run on.
+// Every block is allocated for the default stream, the one Infini's kernels run on, or, while
+// the calling thread captures a CUDA graph, from that graph's private pool.
 class CudaCachingAllocator final : public DeviceAllocator {
  public:
   explicit CudaCachingAllocator(Device device) : device_(device), memory_(device.index), blocks_(memory_) {}
@@ -149,7 +156,7 @@ class CudaCachingAllocator final : public DeviceAllocator {
     std::lock_guard lock(mutex_);
     void* ptr = nullptr;
     try {
-      ptr = blocks_.allocate(nbytes, 0);
+      ptr = blocks_.allocate(nbytes, cuda::capture_pool());
     } catch (const cuda::CudaError& e) {
       throw DeviceError("allocate", concat("on ", device_, ": ", e.what()));
     }
@@ -159,7 +166,7 @@ class CudaCachingAllocator final : public DeviceAllocator {
   }
   void deallocate(void* ptr) override {
     std::lock_guard lock(mutex_);
-    blocks_.free(ptr);
+    blocks_.free(ptr, cuda::capture_pool());
   }
   MemoryStats stats() override {
     std::lock_guard lock(mutex_);
@@ -176,6 +183,14 @@ class CudaCachingAllocator final : public DeviceAllocator {
   void empty_cache() override {
     std::lock_guard lock(mutex_);
     blocks_.empty_cache();
+  }
+  void retain_pool(std::uintptr_t pool) override {
+    std::lock_guard lock(mutex_);
+    blocks_.retain_pool(pool);
+  }
+  void release_pool(std::uintptr_t pool) override {
+    std::lock_guard lock(mutex_);
+    blocks_.release_pool(pool);
   }
 
  private:
@@ -239,6 +254,13 @@ Storage Storage::from_blob(void* data, std::int64_t nbytes, Device device, std::
 }
 
 MemoryStats memory_stats(Device device) { return allocator_for(device).stats(); }
+void retain_graph_pool(Device device, std::uintptr_t pool) { allocator_for(device).retain_pool(pool); }
+void release_graph_pool(Device device, std::uintptr_t pool) noexcept {
+  try {
+    allocator_for(device).release_pool(pool);
+  } catch (...) {  // the device was usable when the pool was retained: nothing to release otherwise
+  }
+}
 void reset_peak_memory_stats(Device device) { allocator_for(device).reset_peak(); }
 void empty_cache(Device device) { allocator_for(device).empty_cache(); }
 

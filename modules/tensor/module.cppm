@@ -8,6 +8,7 @@ export import :device;
 export import :scalar;
 export import :shape;
 export import :storage;
+export import :cuda_graph;
 export import :generator;
 export import :tensor;
 export import :dispatch;

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "captured_step.h"
 #include "pipeline_runner.h"
 #include "sampling.h"
 #include "token_batches.h"
@@ -57,6 +58,9 @@ void add_train_flags(CLI::App& app, TrainFlags& f) {
   app.add_option("--tf32", f.tf32,
                  "1: with --device cuda, float32 matrix products on TF32 tensor cores (set_float32_matmul_precision "
                  "medium; 10-bit mantissa operands, float32 sums)")->check(CLI::Range(0, 1));
+  app.add_option("--cuda_graph", f.cuda_graph,
+                 "1: with --device cuda, record the forward and backward passes as a CUDA graph after the first "
+                 "step and replay it every step (one micro-step per step, bfloat16 or float32)")->check(CLI::Range(0, 1));
   app.add_option("--val_loss_every", f.val_loss_every, "steps between validation losses (0: never)");
   app.add_option("--val_batches", f.val_batches, "micro-batches of validation data per evaluation");
   app.add_option("--sample_every", f.sample_every, "steps between generated samples (0: never)");
@@ -102,8 +106,12 @@ void prepare_run(const TrainFlags& f) {
                                            : "--device cuda: no CUDA device: this build of Infini has no CUDA backend; "
                                              "use --device cpu");
     if (f.tf32) set_float32_matmul_precision(MatmulPrecision::kMedium);
+    if (f.cuda_graph && f.dtype == "float16")
+      throw Error("train", "--cuda_graph 1 with --dtype float16: loss scaling reads each step's overflow check back "
+                           "to the host; use bfloat16");
     return;
   }
+  if (f.cuda_graph) throw Error("train", "--cuda_graph 1 needs --device cuda");
   if (f.tf32) throw Error("train", "--tf32 1 needs --device cuda (TF32 is a CUDA tensor-core format)");
   if (f.dtype == "float16")
     throw Error("train", "--dtype float16 (autocast with loss scaling) needs --device cuda; on the CPU use bfloat16");
@@ -329,6 +337,9 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
                                 " * data-parallel ranks = ", B, " * ", T, " * ", dp, " = ", B * T * dp));
   // Each micro-step, data-parallel rank r takes sequences (k * dp + r) * B .. + B - 1 of the step's.
   const std::int64_t micro_steps = tokens_per_step / (B * T * dp), sequences_per_step = tokens_per_step / T;
+  if (f.cuda_graph && micro_steps > 1)
+    throw Error("train", concat("--cuda_graph 1 replays one micro-step per step; --total_batch_size ", tokens_per_step,
+                                " needs ", micro_steps, " (use --batch_size ", tokens_per_step / T, ")"));
 
   std::optional<TokenBatches> val_data;
   if (!f.input_val_bin.empty()) val_data.emplace(std::make_shared<llmc::TokenFile>(f.input_val_bin), T, false, f.seed);
@@ -389,6 +400,8 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
   double total_ms = 0, last_loss = 0;
   std::int64_t timed_steps = 0;
   Generator sample_rng(f.seed);
+  std::optional<CapturedStep> captured;  // --cuda_graph 1
+  if (f.cuda_graph) captured.emplace(device);
   // The tokens fed to generation go to the model's device.
   const CachedLogitsFn sample_logits = [&lm, &f, device](const Tensor& tokens, nn::KVCache& cache) {
     const auto autocast = forward_precision(f);
@@ -400,7 +413,10 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
   for (std::int64_t step = first_step; step < f.num_iteration; ++step) {
     model.train();
     const auto start = Clock::now();
-    optimizer->zero_grad();
+    // With --cuda_graph 1 the first step runs eagerly (it warms up plan caches and lazily loaded
+    // kernels); the next one captures the graph, whose replays then write the grads.
+    const bool graphed = captured && step > first_step;
+    if (!graphed || !captured->is_captured()) optimizer->zero_grad();
     if (zero) model.zero_grad();  // the optimizer holds the pieces, not the parameters
     double loss_sum = 0, forward_ms = 0, backward_ms = 0;
     if (pipeline) {  // forward and backward interleaved by the schedule: all of it counts as forward_ms
@@ -418,6 +434,21 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
       const auto no_sync = ddp && k + 1 < micro_steps ? ddp->no_sync() : parallel::DistributedDataParallel::NoSync();
       const data::Example batch =
           train_data.sequences(step * sequences_per_step + (k * dp + ranks.groups.coord.dp) * B, B);
+      if (graphed) {  // one micro-step: forward and backward in one replay, counted as forward_ms
+        const auto t0 = Clock::now();
+        const Tensor loss = captured->run(batch.data, batch.target, [&](const Tensor& x, const Tensor& y) {
+          Tensor loss;
+          {
+            const auto autocast = forward_precision(f);
+            loss = lm.loss(lm.logits(x), y);
+          }
+          loss.backward();
+          return loss;
+        });
+        loss_sum += loss.item<double>();
+        forward_ms += std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+        continue;
+      }
       const Tensor inputs = batch.data.to(device), targets = batch.target.to(device);
       const auto t0 = Clock::now();
       Tensor loss;

@@ -29,6 +29,7 @@ struct TrainFlags {
   std::uint64_t seed = 42;
   std::string device = "cpu", dtype = "float32";
   int tf32 = 0;  // 1: CUDA float32 matrix products on TF32 tensor cores
+  int cuda_graph = 0;  // 1: forward + backward captured once as a CUDA graph and replayed
   std::int64_t val_loss_every = 0, val_batches = 20, sample_every = 0, text_length = 64, top_k = 40;
   double temperature = 1.0;
   std::string save, load, metrics_out;

@@ -211,4 +211,52 @@ TEST(BlockAllocator, EmptyCacheKeepsSegmentsThatAreInUse) {
   allocator.free(b);
 }
 
+TEST(BlockAllocator, AGraphPoolIsReusedOnlyByItsCaptureAndKeptWhileRetained) {
+  FakeDevice device(64 * MiB);
+  BlockAllocator allocator(device);
+  const StreamId eager = 0, pool = 0x5000;
+  allocator.retain_pool(pool);
+  void* a = allocator.allocate(4096, pool);  // under capture
+  allocator.free(a, pool);                   // freed by the capture: reused by it
+  void* b = allocator.allocate(4096, pool);
+  EXPECT_EQ(b, a);
+  allocator.free(b, pool);
+  void* c = allocator.allocate(4096, eager);  // after capture: never the graph's memory
+  EXPECT_NE(c, a);
+  allocator.free(c);
+  allocator.empty_cache();  // the graph's segment stays: its replays write there
+  EXPECT_EQ(allocator.stats().reserved_bytes, static_cast<std::int64_t>(2 * MiB));
+  EXPECT_EQ(device.frees, 1);
+  allocator.release_pool(pool);
+  allocator.empty_cache();
+  EXPECT_EQ(allocator.stats().reserved_bytes, 0);
+  EXPECT_EQ(device.used(), 0u);
+}
+
+TEST(BlockAllocator, ABlockFreedByACaptureFromAnotherPoolIsHeldBackUntilRelease) {
+  FakeDevice device(64 * MiB);
+  BlockAllocator allocator(device);
+  const StreamId eager = 0, pool = 0x5000;
+  void* before = allocator.allocate(4096, eager);  // allocated before the capture
+  void* neighbour = allocator.allocate(4096, eager);
+  allocator.retain_pool(pool);
+  allocator.free(before, pool);  // the capture frees it: replays still use it
+  EXPECT_EQ(allocator.stats().allocated_bytes, 4096);
+  void* later = allocator.allocate(4096, eager);
+  EXPECT_NE(later, before) << "handed out while the graph's replays use it";
+  allocator.free(neighbour);  // no merge with the held-back block either
+  allocator.free(later);
+  void* wide = allocator.allocate(8192, eager);
+  EXPECT_NE(wide, before);
+  allocator.release_pool(pool);
+  void* again = allocator.allocate(4096, eager);
+  EXPECT_EQ(again, before);
+  allocator.free(again);
+  allocator.free(wide);
+  allocator.release_pool(pool);  // a second release changes nothing
+  EXPECT_EQ(allocator.stats().live_allocations, 0);
+  allocator.empty_cache();
+  EXPECT_EQ(device.used(), 0u);
+}
+
 }  // namespace

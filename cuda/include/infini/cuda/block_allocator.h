@@ -13,11 +13,16 @@
 // - When the device has no memory left, the allocator frees every cached segment that is
 //   wholly free and tries once more; allocate() then returns nullptr and the caller raises
 //   the out-of-memory error with stats().
+// - A CUDA graph's capture allocates from a private pool: a stream id of its own, so its
+//   blocks are reused only by that capture. While the pool is retained (its graph lives),
+//   its segments are never given back, and a block of another pool that the capture frees
+//   is held back until release_pool: the graph's replays still use both.
 #pragma once
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <set>
 #include <tuple>
@@ -66,6 +71,7 @@ class BlockAllocator {
     blocks.insert(large_.begin(), large_.end());
     for (const auto& [ptr, block] : live_) blocks.insert(block);
     for (const PendingEvent& p : pending_) blocks.insert(p.block);
+    for (const auto& [pool, held] : held_back_) blocks.insert(held.begin(), held.end());
     for (Block* b : blocks) delete b;
   }
 
@@ -90,17 +96,34 @@ class BlockAllocator {
   }
 
   // Returns ptr's block to its pool, or (when it was used on other streams) once those
-  // streams' work recorded now has completed.
-  void free(void* ptr) {
+  // streams' work recorded now has completed. `capture`: the retained pool of the capture
+  // that frees it, if any; a block of another pool is then held back until release_pool.
+  void free(void* ptr, StreamId capture = 0) {
     Block* block = live_.at(ptr);
     live_.erase(ptr);
     block->allocated = false;
     stats_.allocated_bytes -= static_cast<std::int64_t>(block->size);
     stats_.live_allocations -= 1;
-    if (block->other_streams.empty()) return release_block(block);
-    for (StreamId stream : block->other_streams) pending_.push_back({memory_.record_event(stream), block});
-    block->pending_events = static_cast<int>(block->other_streams.size());
-    block->other_streams.clear();
+    if (capture != 0 && block->stream != capture && held_back_.contains(capture)) {
+      block->pending_events += 1;  // not free: no reuse, no merging
+      held_back_[capture].push_back(block);
+      return;
+    }
+    return_block(block);
+  }
+
+  // Makes `pool` (a stream id no stream uses) a graph's private pool until release_pool.
+  void retain_pool(StreamId pool) { held_back_.try_emplace(pool); }
+
+  // The graph is gone: the pool's free segments may be given back, and the blocks its
+  // capture freed return to their pools.
+  void release_pool(StreamId pool) {
+    auto node = held_back_.extract(pool);
+    if (node.empty()) return;
+    for (Block* block : node.mapped()) {
+      block->pending_events -= 1;
+      return_block(block);
+    }
   }
 
   // Marks ptr's block as used by `stream` too (PyTorch's recordStream).
@@ -208,6 +231,15 @@ class BlockAllocator {
     delete next;
   }
 
+  // A freed block goes back to its pool now, or once the other streams' work recorded now
+  // has completed.
+  void return_block(Block* block) {
+    if (block->other_streams.empty()) return release_block(block);
+    for (StreamId stream : block->other_streams) pending_.push_back({memory_.record_event(stream), block});
+    block->pending_events = static_cast<int>(block->other_streams.size());
+    block->other_streams.clear();
+  }
+
   // Puts a no longer used block back into its pool, merged with free neighbours.
   void release_block(Block* block) {
     Pool& pool = block->small ? small_ : large_;
@@ -240,7 +272,7 @@ class BlockAllocator {
     for (Pool* pool : {&small_, &large_}) {
       for (auto it = pool->begin(); it != pool->end();) {
         Block* b = *it;
-        if (b->prev || b->next) {
+        if (b->prev || b->next || held_back_.contains(b->stream)) {  // in use, or a live graph's
           ++it;
           continue;
         }
@@ -257,6 +289,7 @@ class BlockAllocator {
   Pool small_, large_;
   std::unordered_map<void*, Block*> live_;
   std::vector<PendingEvent> pending_;
+  std::map<StreamId, std::vector<Block*>> held_back_;  // retained pools: the blocks their captures freed
   BlockStats stats_;
 };
 
