@@ -386,6 +386,11 @@ TEST(Svd, ExtremeMagnitudes) {
     EXPECT_NEAR(s[0] / scale, 3, 1e-13);
     EXPECT_NEAR(s[2] / scale, 1, 1e-13);
   }
+  // Columns 1e-165 times the others: their squares underflow, yet the factors stay
+  // orthonormal (and Jacobi converges).
+  const Tensor tiny = mul(sample({5, 4}, -2, 2, 32), from_vector<double>({1, 1, 1e-165, 1e-165}, {4}));
+  for (bool full : {false, true}) expect_svd(tiny, linalg_svd(tiny, full), 1e-13, "tiny columns");
+  EXPECT_GT(values(svdvals(tiny))[3], 0);
 }
 
 TEST(Svd, ZeroSize) {

@@ -45,6 +45,12 @@ INFINI_HD inline std::int64_t jacobi_svd_workspace(std::int64_t m, std::int64_t 
 
 namespace svd_detail {
 
+// Columns of the scaled W (largest entry about 1) with a norm below this are not rotated and
+// their U columns completed like those of zero singular values: their squares underflow, so
+// Jacobi could not make them orthogonal (it would not converge), and their part of a is far
+// below rounding anyway.
+inline constexpr double kNegligible = 1e-150;
+
 // A power of two p with x p in [1, 4) for a finite x > 0 (in [1, 2) unless x is subnormal
 // or at least 2^1023), from the bits of x: exact, and without the calls to ilogb / scalbn
 // that cost the CUDA kernel a stack frame.
@@ -53,6 +59,18 @@ INFINI_HD inline double inverse_power_of_two(double x) {
   std::int64_t biased = 2046 - exponent;  // 2^-(exponent - 1023)
   biased = biased < 1 ? 1 : biased > 2046 ? 2046 : biased;
   return std::bit_cast<double>(static_cast<std::uint64_t>(biased) << 52);
+}
+
+// ||x|| of r entries, scaled by a power of two on the way, so a column whose squares would
+// underflow still has its norm (the same bits as the plain sum otherwise).
+INFINI_HD inline double column_norm(const double* x, std::int64_t r) {
+  double big = 0;
+  for (std::int64_t i = 0; i < r; ++i) big = std::fmax(big, std::fabs(x[i]));
+  if (big == 0) return 0;
+  const double p = inverse_power_of_two(big);
+  double sum = 0;
+  for (std::int64_t i = 0; i < r; ++i) sum += (x[i] * p) * (x[i] * p);
+  return std::sqrt(sum) / p;
 }
 
 // sqrt(1 + z^2) without overflow (std::hypot costs the CUDA kernel a stack frame).
@@ -161,6 +179,8 @@ INFINI_HD int jacobi_svd(const T* a, std::int64_t m, std::int64_t n, bool full, 
           beta += wq[i] * wq[i];
           gamma += wp[i] * wq[i];
         }
+        constexpr double kNegligibleSquare = svd_detail::kNegligible * svd_detail::kNegligible;
+        if (alpha <= kNegligibleSquare || beta <= kNegligibleSquare) continue;
         if (gamma == 0 || std::fabs(gamma) <= tol * std::sqrt(alpha) * std::sqrt(beta)) continue;
         // The rotation that makes the pair orthogonal (Demmel, Applied Numerical Linear
         // Algebra, algorithm 5.5): t = tan(theta), the smaller root of t^2 + 2 zeta t - 1 = 0.
@@ -190,11 +210,7 @@ INFINI_HD int jacobi_svd(const T* a, std::int64_t m, std::int64_t n, bool full, 
   }
 
   // sigma_j = ||w_j||, sorted descending by stable insertion (columns of W and V move along).
-  for (std::int64_t j = 0; j < k; ++j) {
-    double sum = 0;
-    for (std::int64_t i = 0; i < r; ++i) sum += w[i + j * r] * w[i + j * r];
-    sigma[j] = std::sqrt(sum);
-  }
+  for (std::int64_t j = 0; j < k; ++j) sigma[j] = svd_detail::column_norm(w + j * r, r);
   for (std::int64_t j = 1; j < k; ++j)
     for (std::int64_t q = j; q > 0 && sigma[q - 1] < sigma[q]; --q) {
       const double t = sigma[q];
@@ -204,9 +220,9 @@ INFINI_HD int jacobi_svd(const T* a, std::int64_t m, std::int64_t n, bool full, 
       svd_detail::swap_columns(v, k, q - 1, q);
     }
   // Unit columns; zero singular values (last after the sort) and the full matrices' extra
-  // columns completed.
+  // columns completed, and so are negligible ones (their singular values are still reported).
   for (std::int64_t j = 0; j < wc; ++j) {
-    if (j < k && sigma[j] > 0) {
+    if (j < k && sigma[j] > svd_detail::kNegligible) {
       for (std::int64_t i = 0; i < r; ++i) w[i + j * r] /= sigma[j];
     } else {
       svd_detail::complete_column(w, r, j);
