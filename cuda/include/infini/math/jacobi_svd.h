@@ -51,9 +51,9 @@ namespace svd_detail {
 // below rounding anyway.
 inline constexpr double kNegligible = 1e-150;
 
-// A power of two p with x p in [1, 4) for a finite x > 0 (in [1, 2) unless x is subnormal
-// or at least 2^1023), from the bits of x: exact, and without the calls to ilogb / scalbn
-// that cost the CUDA kernel a stack frame.
+// The power of two 2^-e for the exponent e of a finite x > 0 (x 2^-e in [1, 2)), read from
+// the bits of x, so it is exact; clamped to the normal range: 2^1023 for a subnormal x (x p
+// below 2), 2^-1022 for x >= 2^1023 (x p in [2, 4)).
 INFINI_HD inline double inverse_power_of_two(double x) {
   const auto exponent = static_cast<std::int64_t>((std::bit_cast<std::uint64_t>(x) >> 52) & 0x7ff);  // biased
   std::int64_t biased = 2046 - exponent;  // 2^-(exponent - 1023)
@@ -71,12 +71,6 @@ INFINI_HD inline double column_norm(const double* x, std::int64_t r) {
   double sum = 0;
   for (std::int64_t i = 0; i < r; ++i) sum += (x[i] * p) * (x[i] * p);
   return std::sqrt(sum) / p;
-}
-
-// sqrt(1 + z^2) without overflow (std::hypot costs the CUDA kernel a stack frame).
-INFINI_HD inline double hypot1(double z) {
-  const double a = std::fabs(z);
-  return a > 1e150 ? a : std::sqrt(1 + a * a);
 }
 
 // Swaps columns p and q of the column-major (rows, *) matrix x.
@@ -136,8 +130,8 @@ INFINI_HD int jacobi_svd(const T* a, std::int64_t m, std::int64_t n, bool full, 
   double* v = w + r * wc;     // (k, k) column-major
   double* sigma = v + k * k;  // (k)
 
-  // W = a or a^T, scaled by a power of two that brings the largest |a_ij| into [1, 4): no
-  // sum of squares below overflows or loses a column to underflow.
+  // W = a or a^T, scaled by a power of two that brings the largest |a_ij| to about 1: no sum
+  // of squares below overflows, and only columns negligible next to the largest underflow.
   double largest = 0;
   bool finite = true;
   for (std::int64_t i = 0; i < m; ++i)
@@ -185,7 +179,7 @@ INFINI_HD int jacobi_svd(const T* a, std::int64_t m, std::int64_t n, bool full, 
         // The rotation that makes the pair orthogonal (Demmel, Applied Numerical Linear
         // Algebra, algorithm 5.5): t = tan(theta), the smaller root of t^2 + 2 zeta t - 1 = 0.
         const double zeta = (beta - alpha) / (2 * gamma);
-        const double t = (zeta >= 0 ? 1.0 : -1.0) / (std::fabs(zeta) + svd_detail::hypot1(zeta));
+        const double t = (zeta >= 0 ? 1.0 : -1.0) / (std::fabs(zeta) + std::hypot(1.0, zeta));
         const double c = 1 / std::sqrt(1 + t * t), sn = c * t;
         if (sn == 0) continue;  // an angle below rounding (zeta overflowed): nothing would change
         rotated = true;
