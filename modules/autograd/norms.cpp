@@ -141,7 +141,8 @@ Tensor matrix_norm(const Tensor& x, std::string_view ord, const std::vector<std:
 }
 
 // ord = 1 / -1: max / min over dims[1] of the absolute sums over dims[0] (column sums);
-// ord = inf / -inf: the same with the dims swapped (row sums).
+// ord = inf / -inf: the same with the dims swapped (row sums); ord = 2 / -2: the largest /
+// smallest singular value.
 Tensor matrix_norm(const Tensor& x, double ord, const std::vector<std::int64_t>& dims, bool keepdim) {
   auto [d0, d1] = matrix_dims(x, dims);
   if (std::abs(ord) == 2) return singular_value_norm(x, concat(ord), ord, d0, d1, keepdim);
