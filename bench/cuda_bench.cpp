@@ -5,7 +5,8 @@
 // forward + backward on float32 rows, and the copies around them (a bias broadcast, the
 // head transpose, a float32 -> bfloat16 cast; GB/s read + written), the cross-entropy over
 // the vocabulary on bfloat16 logits, and the backward of the q, k, v views of the fused
-// projection. Skipped without a GPU.
+// projection; and the launch rate of small ops, eager and replayed as a CUDA graph. Skipped
+// without a GPU.
 //   build/release/bin/cuda_bench --benchmark_repetitions=3
 #include <benchmark/benchmark.h>
 
@@ -150,6 +151,34 @@ void QkvHeadsBackwardBf16(benchmark::State& state) {
   set_rate(state, "GB/s", 1e-9 * 2.0 * 2 * B * T * 3 * C);  // g in, dqkv out (mul's passes not counted)
 }
 
+// A chain of 256 small ops (multiply and add on 4096 floats) run eagerly (range(0) = 0) or
+// replayed as a CUDA graph (1): op/s is the launch rate, so the difference is the host work
+// per op that a graph replay saves.
+void SmallOpChain(benchmark::State& state) {
+  if (skip_without_gpu(state)) return;
+  constexpr int kOps = 256;
+  const Tensor x = gpu_randn({4096}, kFloat32);
+  NoGradGuard no_grad;
+  auto chain = [&x] {
+    Tensor y = x;
+    for (int i = 0; i < kOps / 2; ++i) y = add(mul(y, 0.5), 1.0);
+    return y;
+  };
+  if (state.range(0) == 0) {
+    for (auto _ : state) {
+      benchmark::DoNotOptimize(chain());
+      synchronize(kGpu);
+    }
+  } else {
+    CudaGraph graph;
+    graph.capture_begin(kGpu);
+    const Tensor out = chain();
+    graph.capture_end();
+    for (auto _ : state) graph.replay();  // waits for the replay
+  }
+  set_rate(state, "op/s", kOps);
+}
+
 void timed(benchmark::internal::Benchmark* b) { b->Unit(benchmark::kMillisecond)->UseRealTime(); }
 
 }  // namespace
@@ -162,4 +191,5 @@ BENCHMARK(LayerNormF32)->Apply(timed)->ArgName("backward")->Arg(0)->Arg(1);
 BENCHMARK(Copy)->Apply(timed)->ArgName("kind")->Arg(0)->Arg(1)->Arg(2);
 BENCHMARK(CrossEntropyBf16)->Apply(timed);
 BENCHMARK(QkvHeadsBackwardBf16)->Apply(timed);
+BENCHMARK(SmallOpChain)->Apply(timed)->ArgName("graph")->Arg(0)->Arg(1);
 BENCHMARK_MAIN();
