@@ -395,7 +395,8 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
     std::printf("%lld parameters | %s | %lld tokens per step = %lld micro-batches of %lld x %lld per rank | %s | %d threads%s\n",
                 static_cast<long long>(num_params), layout_name.c_str(), static_cast<long long>(tokens_per_step),
                 static_cast<long long>(micro_steps), static_cast<long long>(B), static_cast<long long>(T),
-                device.str().c_str(), omp_get_max_threads(), dp > 1 ? " per rank" : "");
+                (device.str() + (f.cuda_graph ? " (CUDA graph)" : "")).c_str(), omp_get_max_threads(),
+                dp > 1 ? " per rank" : "");
   Metrics metrics(ranks.main() ? f.metrics_out : std::string());
   double total_ms = 0, last_loss = 0;
   std::int64_t timed_steps = 0;
