@@ -35,8 +35,8 @@ bool defer_check(const void* src, std::size_t bytes, std::function<void(const vo
 // they had at capture time.
 void upload(void* dst, const void* host, std::size_t bytes, const char* what);
 
-// While alive, the calling thread's capture (if any) allows the calls CUDA calls unsafe
-// during capture, such as cudaMalloc (PyTorch's allocator does the same).
+// While alive, the calling thread's capture (if any) tolerates the calls CUDA deems unsafe
+// during a capture, such as cudaMalloc (PyTorch's allocator does the same).
 class RelaxedCapture {
  public:
   RelaxedCapture() noexcept;
