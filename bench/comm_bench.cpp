@@ -5,10 +5,9 @@
 //   mpirun -np 2 build/release/bin/comm_bench [--min_bytes N] [--max_bytes N] [--rounds R]
 #include <mpi.h>
 
-#include <boost/asio/awaitable.hpp>
-
 #include <algorithm>
 #include <chrono>
+#include <coroutine>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -20,7 +19,7 @@
 import infini.parallel;
 
 using namespace infini;
-namespace asio = boost::asio;
+namespace asio = infini::parallel::asio;
 using Clock = std::chrono::steady_clock;
 
 namespace {

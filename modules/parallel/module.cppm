@@ -7,6 +7,7 @@ export module infini.parallel;
 export import infini.nn;
 export import :comm_error;
 export import :flight_recorder;
+export import :asio;
 export import :runtime;
 export import :work;
 export import :process_group;

@@ -9,9 +9,6 @@
 module;
 #include <mpi.h>
 
-#include <boost/asio/any_io_executor.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <pthread.h>
 
 #include <chrono>

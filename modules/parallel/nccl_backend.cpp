@@ -8,9 +8,6 @@ module;
 #if INFINI_HAS_CUDA
 #include "infini/cuda/nccl.h"
 #endif
-#include <boost/asio/any_io_executor.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/asio/steady_timer.hpp>
 
 #include <cstdint>
 #include <cstring>

@@ -1,7 +1,6 @@
 // ModelStage and the block split (see pipeline_model.cppm).
 module;
-#include <boost/asio/awaitable.hpp>
-
+#include <coroutine>
 #include <cstdint>
 #include <memory>
 #include <numeric>

@@ -4,8 +4,7 @@
 // pipeline group. Virtual stage 0 also embeds the tokens; the last one also runs the head and
 // the loss. A step makes one ModelStage, runs a schedule on it and finishes it.
 module;
-#include <boost/asio/awaitable.hpp>
-
+#include <coroutine>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -20,6 +19,7 @@ import :process_group;
 import :work;
 import :tensor_messages;
 import :pipeline_stage;
+import :asio;
 
 export namespace infini::parallel {
 

@@ -1,8 +1,7 @@
 // The built-in pipeline schedules (see pipeline_stage.cppm) and the schedule checker.
 module;
-#include <boost/asio/awaitable.hpp>
-
 #include <algorithm>
+#include <coroutine>
 #include <cstdint>
 #include <string>
 #include <string_view>

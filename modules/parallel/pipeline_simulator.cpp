@@ -3,14 +3,8 @@
 // (compute, a message already sent) or for a message not yet sent. The loop runs everything
 // runnable, then advances the clock to the earliest pending event.
 module;
-#include <boost/asio/any_completion_handler.hpp>
-#include <boost/asio/async_result.hpp>
-#include <boost/asio/awaitable.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/asio/use_awaitable.hpp>
-
 #include <algorithm>
+#include <coroutine>
 #include <cstdint>
 #include <exception>
 #include <functional>
@@ -24,7 +18,7 @@ module infini.parallel;
 
 // spawn.cpp: co_spawn(io, task, done) from a plain translation unit.
 extern "C++" namespace infini::parallel::detail {
-void spawn(boost::asio::io_context& io, boost::asio::awaitable<void> task, std::function<void(std::exception_ptr)> done);
+void spawn(asio::io_context& io, asio::awaitable<void> task, std::function<void(std::exception_ptr)> done);
 }
 
 namespace infini::parallel {

@@ -18,8 +18,7 @@
 //     for (int i = m - warmup; i < m; ++i) co_await s.backward(i);
 //   }
 module;
-#include <boost/asio/awaitable.hpp>
-
+#include <coroutine>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -28,6 +27,7 @@ module;
 export module infini.parallel:pipeline_stage;
 import infini.nn;
 import :runtime;
+import :asio;
 
 export namespace infini::parallel {
 

@@ -3,19 +3,16 @@
 // other thread-locals stay valid across co_await. run() drives the io_context until one
 // coroutine finishes; co_spawn more on io_context() to have several in flight.
 module;
-#include <boost/asio/awaitable.hpp>
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/io_context.hpp>
-
 #include <chrono>
+#include <coroutine>
 #include <exception>
 #include <optional>
 #include <utility>
 export module infini.parallel:runtime;
+import :asio;
 
 export namespace infini::parallel {
 
-namespace asio = boost::asio;
 using Clock = std::chrono::steady_clock;
 
 // The process's io_context (created on first use).

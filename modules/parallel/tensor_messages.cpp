@@ -1,7 +1,6 @@
 // Tensor messages with a dtype and shape header (see tensor_messages.cppm).
 module;
-#include <boost/asio/awaitable.hpp>
-
+#include <coroutine>
 #include <cstdint>
 #include <utility>
 #include <vector>

@@ -6,14 +6,14 @@
 //   TensorReceive incoming(*group, previous, tag);                 // rank r + 1, posted early
 //   Tensor x = co_await incoming.tensor();                         // or incoming.wait()
 module;
-#include <boost/asio/awaitable.hpp>
-
+#include <coroutine>
 #include <cstdint>
 export module infini.parallel:tensor_messages;
 import infini.nn;
 import :runtime;
 import :process_group;
 import :work;
+import :asio;
 
 export namespace infini::parallel {
 

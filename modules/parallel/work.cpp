@@ -1,13 +1,9 @@
 // WorkState: completion, failure, deadlines and waiters of one operation; blocking wait
 // and when_all.
 module;
-#include <boost/asio/any_completion_handler.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/asio/steady_timer.hpp>
-
 #include <algorithm>
 #include <chrono>
+#include <coroutine>
 #include <cstdlib>
 #include <exception>
 #include <functional>

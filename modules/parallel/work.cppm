@@ -5,14 +5,8 @@
 // default_timeout()); past it the operation fails with a CommError that names it, the
 // flight recorder is dumped and the group is broken (later operations on it fail at once).
 module;
-#include <boost/asio/any_completion_handler.hpp>
-#include <boost/asio/any_io_executor.hpp>
-#include <boost/asio/async_result.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/asio/steady_timer.hpp>
-
 #include <chrono>
+#include <coroutine>
 #include <cstdint>
 #include <exception>
 #include <functional>
@@ -24,6 +18,7 @@ module;
 export module infini.parallel:work;
 import infini.tensor;
 import :runtime;
+import :asio;
 
 export namespace infini::parallel {
 

@@ -1,7 +1,5 @@
 #include "pipeline_runner.h"
 
-#include <boost/asio/awaitable.hpp>
-
 #include <cmath>
 #include <coroutine>
 #include <utility>

@@ -1,8 +1,6 @@
 #include "synthetic_stage.h"
 
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/use_awaitable.hpp>
-
+#include <coroutine>
 #include <cstdint>
 #include <utility>
 

@@ -4,8 +4,6 @@
 // of the pipeline group, every receive of the step posted before it starts.
 #pragma once
 
-#include <boost/asio/awaitable.hpp>
-
 #include <chrono>
 #include <coroutine>
 #include <map>

@@ -2,14 +2,8 @@
 // Asio's awaitable operators, and many coroutines in flight at once.
 #include <gtest/gtest.h>
 
-#include <boost/asio/awaitable.hpp>
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
-#include <boost/asio/experimental/awaitable_operators.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/use_awaitable.hpp>
-
 #include <chrono>
+#include <coroutine>
 #include <cstdint>
 #include <vector>
 
@@ -20,7 +14,7 @@ import infini.parallel;
 namespace infini::parallel::test {
 namespace {
 
-namespace asio = boost::asio;
+namespace asio = infini::parallel::asio;
 
 TEST(Awaitable, CoAwaitOneOperation) {
   auto pg = world();

@@ -7,9 +7,8 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <boost/asio/awaitable.hpp>
-
 #include <chrono>
+#include <coroutine>
 #include <cstdio>
 #include <cstdlib>
 #include <string_view>
@@ -42,7 +41,7 @@ int main(int argc, char** argv) {
   if (mode == "call_timeout") {
     const auto second = std::chrono::seconds(1);
     if (pg->rank() == 0) pg->all_reduce(t).wait(second);
-    parallel::run([&]() -> boost::asio::awaitable<void> { co_await pg->all_reduce(t, {.timeout = second}); }());
+    parallel::run([&]() -> parallel::asio::awaitable<void> { co_await pg->all_reduce(t, {.timeout = second}); }());
   }
   pg->all_reduce(t).wait();  // operation #2: rank 1 is not there
   std::printf("rank %d: all_reduce #2 completed without rank 1\n", pg->rank());

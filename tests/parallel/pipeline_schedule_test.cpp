@@ -3,8 +3,6 @@
 // must be rejected (calls out of order, deadlocks, missing micro-batches).
 #include <gtest/gtest.h>
 
-#include <boost/asio/awaitable.hpp>
-
 #include <algorithm>
 #include <coroutine>
 #include <string>

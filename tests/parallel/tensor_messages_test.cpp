@@ -2,8 +2,6 @@
 // awaited, in any arrival order.
 #include <gtest/gtest.h>
 
-#include <boost/asio/awaitable.hpp>
-
 #include <coroutine>
 #include <cstdint>
 #include <memory>
