@@ -2,7 +2,7 @@
 // as modules/nn/optim/clip_grad.cpp does on the CPU. Two fixed passes, so two runs give the
 // same bits: one block per chunk of kChunk elements reduces it (each thread a strided
 // sequential partial, then CUB's block tree) into scratch[chunk], then one block reduces
-// the chunks' partials into scratch[chunks], which is copied back.
+// the chunks' partials into scratch[chunks], which grad_norm_sum copies back.
 #include <cub/block/block_reduce.cuh>
 
 #include <cuda_bf16.h>
@@ -104,14 +104,12 @@ std::int64_t grad_norm_scratch(std::span<const NormTensor> tensors) {
   return chunks + 1;
 }
 
-double grad_norm_sum(std::span<const NormTensor> tensors, double p, double* scratch, int device) {
-  detail::refuse_capture("the gradient norm", "it returns the norm to the host");
+void grad_norm_sum_on_device(std::span<const NormTensor> tensors, double p, double* scratch, int device) {
   for (const NormTensor& t : tensors)
     if (t.type != ElementType::F16 && t.type != ElementType::BF16 && t.type != ElementType::F32 &&
         t.type != ElementType::F64)
       throw CudaError("grad_norm_sum: expected floating-point tensors");
   const std::int64_t chunks = grad_norm_scratch(tensors) - 1;
-  if (chunks == 0) return 0.0;
   detail::use_device(device);
   visit_norm(norm_of(p), [&](auto norm) {
     constexpr Norm kNorm = decltype(norm)::value;
@@ -130,9 +128,16 @@ double grad_norm_sum(std::span<const NormTensor> tensors, double p, double* scra
         });
       });
     }
-    final_kernel<kNorm><<<1, kFinalThreads, 0, detail::stream()>>>(scratch, chunks);
+    final_kernel<kNorm><<<1, kFinalThreads, 0, detail::stream()>>>(scratch, chunks);  // 0 for no chunks
   });
   detail::after_launch("grad_norm_sum");
+}
+
+double grad_norm_sum(std::span<const NormTensor> tensors, double p, double* scratch, int device) {
+  detail::refuse_capture("the gradient norm", "it returns the norm to the host");
+  const std::int64_t chunks = grad_norm_scratch(tensors) - 1;
+  if (chunks == 0) return 0.0;
+  grad_norm_sum_on_device(tensors, p, scratch, device);
   double total = 0;
   detail::check(cudaMemcpyAsync(&total, scratch + chunks, sizeof(double), cudaMemcpyDeviceToHost, detail::stream()),
                 "grad_norm_sum: copying the norm back");

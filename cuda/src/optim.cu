@@ -45,6 +45,27 @@ struct AdamEntry {
   math::compute_of<T> neg_step_size, bias_correction2_sqrt;  // this tensor's step's
 };
 
+// A capturable update's tensor: its step is read from the device.
+template <class T>
+struct AdamDeviceEntry {
+  T* param;
+  const T* grad;
+  T* exp_avg;
+  T* exp_avg_sq;
+  T* max_exp_avg_sq;
+  std::int64_t numel, first_chunk;
+  const std::int64_t* step;
+};
+
+// What a capturable update computes its scalars from: the options, and the learning rate
+// and grad scale in device memory.
+struct AdamDeviceArgs {
+  double beta1, beta2, eps, weight_decay;
+  bool decoupled_weight_decay;
+  const double* lr;
+  const double* grad_scale;
+};
+
 // Calls f(j, i) for each of the thread's kIlp elements i = base + j kThreads below length.
 template <class F>
 __device__ void for_each_ilp(std::int64_t base, std::int64_t length, F&& f) {
@@ -57,6 +78,7 @@ __device__ void for_each_ilp(std::int64_t base, std::int64_t length, F&& f) {
 
 // Kernel arguments stay within the 4 KiB every architecture accepts.
 static_assert(sizeof(Batch<AdamEntry<double>>) + sizeof(math::AdamScalars<double>) <= 4096);
+static_assert(sizeof(Batch<AdamDeviceEntry<double>>) + sizeof(AdamDeviceArgs) <= 4096);
 
 template <class T>
 __global__ void __launch_bounds__(kThreads)
@@ -83,14 +105,11 @@ __global__ void __launch_bounds__(kThreads)
   });
 }
 
-template <class T, bool kAmsgrad>
-__global__ void __launch_bounds__(kThreads)
-    adam_kernel(const __grid_constant__ Batch<AdamEntry<T>> batch,
-                const math::AdamScalars<math::compute_of<T>> shared) {
-  detail::for_each_chunk(batch, [&](const AdamEntry<T>& e, std::int64_t, std::int64_t begin, std::int64_t length) {
-    math::AdamScalars<math::compute_of<T>> s = shared;
-    s.neg_step_size = e.neg_step_size;
-    s.bias_correction2_sqrt = e.bias_correction2_sqrt;
+// The update of every chunk of `batch` this block owns, with the scalars scalars_of(entry).
+template <class T, bool kAmsgrad, class Entry, class ScalarsOf>
+__device__ void adam_chunks(const Batch<Entry>& batch, ScalarsOf&& scalars_of) {
+  detail::for_each_chunk(batch, [&](const Entry& e, std::int64_t, std::int64_t begin, std::int64_t length) {
+    const math::AdamScalars<math::compute_of<T>> s = scalars_of(e);
     T* __restrict__ p = e.param + begin;
     const T* __restrict__ g = e.grad + begin;
     T* __restrict__ m = e.exp_avg + begin;
@@ -117,6 +136,29 @@ __global__ void __launch_bounds__(kThreads)
   });
 }
 
+template <class T, bool kAmsgrad>
+__global__ void __launch_bounds__(kThreads)
+    adam_kernel(const __grid_constant__ Batch<AdamEntry<T>> batch,
+                const math::AdamScalars<math::compute_of<T>> shared) {
+  adam_chunks<T, kAmsgrad>(batch, [&](const AdamEntry<T>& e) {
+    math::AdamScalars<math::compute_of<T>> s = shared;
+    s.neg_step_size = e.neg_step_size;
+    s.bias_correction2_sqrt = e.bias_correction2_sqrt;
+    return s;
+  });
+}
+
+// Each block computes its chunks' scalars from the device values (a few double operations
+// per chunk of kChunk elements).
+template <class T, bool kAmsgrad>
+__global__ void __launch_bounds__(kThreads)
+    adam_device_kernel(const __grid_constant__ Batch<AdamDeviceEntry<T>> batch, const AdamDeviceArgs a) {
+  adam_chunks<T, kAmsgrad>(batch, [&](const AdamDeviceEntry<T>& e) {
+    return math::adam_scalars<math::compute_of<T>>(*a.lr, a.beta1, a.beta2, a.eps, a.weight_decay,
+                                                   a.decoupled_weight_decay, *e.step, *a.grad_scale);
+  });
+}
+
 }  // namespace
 
 void sgd_update(ElementType type, std::span<const SgdTensor> tensors, const SgdOptions& o, int device) {
@@ -138,31 +180,66 @@ void sgd_update(ElementType type, std::span<const SgdTensor> tensors, const SgdO
   });
 }
 
+namespace {
+
+template <class T>
+void adam_update_on_device(std::span<const AdamTensor> tensors, const AdamOptions& o) {
+  std::vector<AdamDeviceEntry<T>> entries;
+  for (const AdamTensor& t : tensors) {
+    if (t.numel == 0) continue;
+    if (!t.device_step) throw CudaError("adam_update: a capturable update needs every tensor's device_step");
+    entries.push_back({static_cast<T*>(t.param), static_cast<const T*>(t.grad), static_cast<T*>(t.exp_avg),
+                       static_cast<T*>(t.exp_avg_sq), static_cast<T*>(t.max_exp_avg_sq), t.numel, 0, t.device_step});
+  }
+  const AdamDeviceArgs args{.beta1 = o.beta1,
+                            .beta2 = o.beta2,
+                            .eps = o.eps,
+                            .weight_decay = o.weight_decay,
+                            .decoupled_weight_decay = o.decoupled_weight_decay,
+                            .lr = o.device_lr,
+                            .grad_scale = o.device_grad_scale};
+  detail::for_each_batch<AdamDeviceEntry<T>>(entries, [&](const Batch<AdamDeviceEntry<T>>& batch) {
+    const unsigned blocks = detail::chunk_blocks(batch.chunks);
+    if (o.amsgrad) adam_device_kernel<T, true><<<blocks, kThreads, 0, detail::stream()>>>(batch, args);
+    else adam_device_kernel<T, false><<<blocks, kThreads, 0, detail::stream()>>>(batch, args);
+  });
+}
+
+template <class T>
+void adam_update_on_host_scalars(std::span<const AdamTensor> tensors, const AdamOptions& o) {
+  using C = math::compute_of<T>;
+  auto scalars = [&](std::int64_t step) {
+    return math::adam_scalars<C>(o.lr, o.beta1, o.beta2, o.eps, o.weight_decay, o.decoupled_weight_decay, step,
+                                 o.grad_scale);
+  };
+  std::vector<AdamEntry<T>> entries;
+  for (const AdamTensor& t : tensors) {
+    if (t.numel == 0) continue;
+    if (t.step < 1) throw CudaError("adam_update: step must be >= 1, got " + std::to_string(t.step));
+    const math::AdamScalars<C> s = scalars(t.step);
+    entries.push_back({static_cast<T*>(t.param), static_cast<const T*>(t.grad), static_cast<T*>(t.exp_avg),
+                       static_cast<T*>(t.exp_avg_sq), static_cast<T*>(t.max_exp_avg_sq), t.numel, 0,
+                       s.neg_step_size, s.bias_correction2_sqrt});
+  }
+  const math::AdamScalars<C> shared = scalars(1);  // the per-tensor fields come from the entries
+  detail::for_each_batch<AdamEntry<T>>(entries, [&](const Batch<AdamEntry<T>>& batch) {
+    const unsigned blocks = detail::chunk_blocks(batch.chunks);
+    if (o.amsgrad) adam_kernel<T, true><<<blocks, kThreads, 0, detail::stream()>>>(batch, shared);
+    else adam_kernel<T, false><<<blocks, kThreads, 0, detail::stream()>>>(batch, shared);
+  });
+}
+
+}  // namespace
+
 void adam_update(ElementType type, std::span<const AdamTensor> tensors, const AdamOptions& o, int device) {
+  const bool on_device = o.device_lr != nullptr;
+  if (on_device != (o.device_grad_scale != nullptr))
+    throw CudaError("adam_update: a capturable update needs both device_lr and device_grad_scale");
   detail::visit_floating(type, "adam_update", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    using C = math::compute_of<T>;
-    auto scalars = [&](std::int64_t step) {
-      return math::adam_scalars<C>(o.lr, o.beta1, o.beta2, o.eps, o.weight_decay, o.decoupled_weight_decay, step,
-                                   o.grad_scale);
-    };
-    std::vector<AdamEntry<T>> entries;
-    for (const AdamTensor& t : tensors) {
-      if (t.numel == 0) continue;
-      if (t.step < 1) throw CudaError("adam_update: step must be >= 1, got " + std::to_string(t.step));
-      const math::AdamScalars<C> s = scalars(t.step);
-      entries.push_back({static_cast<T*>(t.param), static_cast<const T*>(t.grad), static_cast<T*>(t.exp_avg),
-                         static_cast<T*>(t.exp_avg_sq), static_cast<T*>(t.max_exp_avg_sq), t.numel, 0,
-                         s.neg_step_size, s.bias_correction2_sqrt});
-    }
-    if (entries.empty()) return;
     detail::use_device(device);
-    const math::AdamScalars<C> shared = scalars(1);  // the per-tensor fields come from the entries
-    detail::for_each_batch<AdamEntry<T>>(entries, [&](const Batch<AdamEntry<T>>& batch) {
-      const unsigned blocks = detail::chunk_blocks(batch.chunks);
-      if (o.amsgrad) adam_kernel<T, true><<<blocks, kThreads, 0, detail::stream()>>>(batch, shared);
-      else adam_kernel<T, false><<<blocks, kThreads, 0, detail::stream()>>>(batch, shared);
-    });
+    if (on_device) adam_update_on_device<T>(tensors, o);
+    else adam_update_on_host_scalars<T>(tensors, o);
     detail::after_launch("adam_update");
   });
 }

@@ -5,13 +5,13 @@ namespace samples {
 
 using namespace infini;
 
-Tensor CapturedStep::run(const Tensor& inputs, const Tensor& targets, const ForwardBackward& forward_backward) {
+CapturedStep::Outputs CapturedStep::run(const Tensor& inputs, const Tensor& targets, const Step& step) {
   if (!graph_) {
     inputs_ = inputs.to(device_);
     targets_ = targets.to(device_);
     auto graph = std::make_unique<CudaGraph>();
     graph->capture_begin(device_);
-    loss_ = forward_backward(inputs_, targets_);  // an error abandons the capture with `graph`
+    outputs_ = step(inputs_, targets_);  // an error abandons the capture with `graph`
     graph->capture_end();
     graph_ = std::move(graph);
   } else {
@@ -19,7 +19,7 @@ Tensor CapturedStep::run(const Tensor& inputs, const Tensor& targets, const Forw
     targets_.copy_(targets);
   }
   graph_->replay();
-  return loss_;
+  return outputs_;
 }
 
 }  // namespace samples

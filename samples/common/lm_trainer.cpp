@@ -362,6 +362,7 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
   else if (!f.pipeline_blocks.empty())
     throw Error("train", "--pipeline_blocks splits the blocks between pipeline stages: it needs --pipeline_parallel > 1");
   auto optimizer = make_optimizer(params, zero ? &ddp->reducer() : nullptr, f);
+  if (f.cuda_graph) optimizer->set_capturable(true);  // the graph holds the update too
   auto schedule = make_schedule(*optimizer, f);
   // float16's narrow range: gradients scaled up by a dynamic factor (bfloat16 needs none).
   optim::GradScaler scaler({.enabled = device.is_cuda() && f.dtype == "float16"});
@@ -420,6 +421,7 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
     if (!graphed || !captured->is_captured()) optimizer->zero_grad();
     if (zero) model.zero_grad();  // the optimizer holds the pieces, not the parameters
     double loss_sum = 0, forward_ms = 0, backward_ms = 0;
+    std::optional<double> graphed_norm;  // a replayed step's: its update is done
     if (pipeline) {  // forward and backward interleaved by the schedule: all of it counts as forward_ms
       std::vector<data::Example> batches;
       for (std::int64_t k = 0; k < micro_steps; ++k)
@@ -435,18 +437,22 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
       const auto no_sync = ddp && k + 1 < micro_steps ? ddp->no_sync() : parallel::DistributedDataParallel::NoSync();
       const data::Example batch =
           train_data.sequences(step * sequences_per_step + (k * dp + ranks.groups.coord.dp) * B, B);
-      if (graphed) {  // one micro-step: forward and backward in one replay, counted as forward_ms
+      if (graphed) {  // the whole step in one replay, counted as forward_ms
         const auto t0 = Clock::now();
-        const Tensor loss = captured->run(batch.data, batch.target, [&](const Tensor& x, const Tensor& y) {
+        const CapturedStep::Outputs out = captured->run(batch.data, batch.target, [&](const Tensor& x, const Tensor& y) {
           Tensor loss;
           {
             const auto autocast = forward_precision(f);
             loss = lm.loss(lm.logits(x), y);
           }
           loss.backward();
-          return loss;
+          const Tensor norm = optim::total_grad_norm_tensor(params);
+          optimizer->scaled_step(f.grad_clip > 0 ? optim::clip_coefficient(norm, f.grad_clip)
+                                                 : full({}, 1.0, {.dtype = kFloat64, .device = device}));
+          return CapturedStep::Outputs{.loss = loss, .grad_norm = norm};
         });
-        loss_sum += loss.item<double>();
+        loss_sum += out.loss.item<double>();
+        graphed_norm = out.grad_norm.item<double>();
         forward_ms += std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
         continue;
       }
@@ -468,14 +474,16 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
     if (scaler.is_enabled()) scaler.unscale_(*optimizer);  // records whether a grad overflowed
     if (tp) tp->reduce_sequence_parallel_grads();
     // Clipping's scale is folded into AdamW's update (no pass over the grads of its own).
-    const double norm = zero       ? ddp->reducer().sharded_grad_norm()
-                        : pipeline ? pipeline->grad_norm(params, tp.get())
-                        : tp       ? tp->grad_norm(params)
-                                   : optim::total_grad_norm(params);
+    const double norm = graphed_norm ? *graphed_norm
+                        : zero       ? ddp->reducer().sharded_grad_norm()
+                        : pipeline   ? pipeline->grad_norm(params, tp.get())
+                        : tp         ? tp->grad_norm(params)
+                                     : optim::total_grad_norm(params);
     const double lr = schedule->get_last_lr()[0];
     // A loss-scaled step whose grads overflowed is skipped, and the scale backs off.
     const bool overflowed = scaler.is_enabled() && !std::isfinite(norm);
-    if (!overflowed) optimizer->scaled_step(f.grad_clip > 0 ? optim::clip_coefficient(norm, f.grad_clip) : 1.0);
+    if (!overflowed && !graphed_norm)
+      optimizer->scaled_step(f.grad_clip > 0 ? optim::clip_coefficient(norm, f.grad_clip) : 1.0);
     if (scaler.is_enabled()) scaler.update();
     if (overflowed && ranks.main())
       std::printf("step %lld: non-finite gradients, update skipped; loss scale now %g\n", static_cast<long long>(step),

@@ -43,7 +43,7 @@ Options AdamBase<Options, kDecoupled>::read_options(StateReader& in) const {
 
 template <class Options, bool kDecoupled>
 void AdamBase<Options, kDecoupled>::write_state(const AdamState& state, StateWriter& out) const {
-  out.integer("step", state.step);
+  out.integer("step", state.device_step.defined() ? state.device_step.template item<std::int64_t>() : state.step);
   out.tensor("exp_avg", state.exp_avg);
   out.tensor("exp_avg_sq", state.exp_avg_sq);
   if (state.max_exp_avg_sq.defined()) out.tensor("max_exp_avg_sq", state.max_exp_avg_sq);
@@ -69,6 +69,11 @@ void AdamBase<Options, kDecoupled>::step() {
 
 template <class Options, bool kDecoupled>
 void AdamBase<Options, kDecoupled>::scaled_step(double grad_scale) {
+  if (capturable_) {
+    // A constant of this call: under a capture it becomes one of the graph's.
+    return capturable_step(full({}, grad_scale, {.dtype = kFloat64, .device = steps_.device()}));
+  }
+  this->refuse_capture("step", "call set_capturable(true) before capturing its step");
   this->for_each_grad([&](std::size_t group, std::size_t index, const Tensor& param, const Tensor& grad) {
     const Options& o = this->options_[group];
     std::optional<AdamState>& state = this->state_[index];
@@ -92,6 +97,138 @@ void AdamBase<Options, kDecoupled>::scaled_step(double grad_scale) {
                   .step = state->step,
                   .grad_scale = grad_scale});
   });
+}
+
+template <class Options, bool kDecoupled>
+void AdamBase<Options, kDecoupled>::scaled_step(const Tensor& grad_scale) {
+  if (capturable_) return capturable_step(grad_scale);
+  this->refuse_capture("scaled_step", "call set_capturable(true) before capturing its step");
+  Optimizer::scaled_step(grad_scale);  // its value, read back
+}
+
+template <class Options, bool kDecoupled>
+void AdamBase<Options, kDecoupled>::capturable_step(const Tensor& grad_scale) {
+  const std::string op = this->name() + ".step";
+  this->check_grad_scale(grad_scale, steps_.device());  // before anything is counted
+  const bool capturing = is_capturing_cuda_graph();
+  if (static_cast<std::size_t>(lrs_.numel()) != this->num_param_groups() ||
+      static_cast<std::size_t>(steps_.numel()) != this->num_params()) {  // groups were added
+    if (capturing) throw Error(op, "parameter groups were added since the last step; make one outside the capture");
+    pull_steps();
+    push_scalars();
+  } else if (!capturing) {  // set_options and load_state_dict change the learning rates on the host
+    std::vector<double> lrs;
+    for (const Options& o : this->options_) lrs.push_back(o.lr);
+    lrs_.copy_(from_vector(lrs, {static_cast<std::int64_t>(lrs.size())}));
+  }
+  struct Update {
+    std::size_t group, index;
+    Tensor param, grad;
+  };
+  std::vector<Update> updates;
+  this->for_each_grad([&](std::size_t group, std::size_t index, const Tensor& param, const Tensor& grad) {
+    updates.push_back({group, index, param, grad});
+  });
+  // New state made inside a capture would be zeroed again by every replay.
+  for (const Update& u : updates) {
+    std::optional<AdamState>& state = this->state_[u.index];
+    const bool amsgrad = this->options_[u.group].amsgrad;
+    if ((!state || (amsgrad && !state->max_exp_avg_sq.defined())) && capturing)
+      throw Error(op, concat("parameter ", u.index, " has no optimizer state yet: make one step outside the CUDA "
+                             "graph capture first"));
+    const TensorOptions like{.dtype = u.param.dtype(), .device = u.param.device()};
+    if (!state) {
+      state.emplace();
+      state->exp_avg = zeros(u.param.shape(), like);
+      state->exp_avg_sq = zeros(u.param.shape(), like);
+      state->device_step = steps_.select(0, static_cast<std::int64_t>(u.index));
+    }
+    if (amsgrad && !state->max_exp_avg_sq.defined()) state->max_exp_avg_sq = zeros(u.param.shape(), like);
+  }
+  NoGradGuard no_grad;
+  // The counts first, as PyTorch does: each update reads its own number.
+  if (updates.size() == this->num_params()) {
+    add_(steps_, 1);
+  } else {
+    for (const Update& u : updates) add_(this->state_[u.index]->device_step, 1);
+  }
+  for (const Update& u : updates) {
+    const Options& o = this->options_[u.group];
+    AdamState& state = *this->state_[u.index];
+    adam_update_(u.param, u.grad, state.exp_avg, state.exp_avg_sq, state.max_exp_avg_sq,
+                 {.beta1 = o.betas[0],
+                  .beta2 = o.betas[1],
+                  .eps = o.eps,
+                  .weight_decay = o.weight_decay,
+                  .decoupled_weight_decay = kDecoupled,
+                  .amsgrad = o.amsgrad},
+                 {.lr = lrs_.select(0, static_cast<std::int64_t>(u.group)),
+                  .step = state.device_step,
+                  .grad_scale = grad_scale});
+  }
+}
+
+template <class Options, bool kDecoupled>
+void AdamBase<Options, kDecoupled>::set_capturable(bool capturable) {
+  const std::string op = this->name() + ".set_capturable";
+  if (is_capturing_cuda_graph()) throw Error(op, "not inside a CUDA graph capture");
+  if (capturable == capturable_) return;
+  if (capturable) {
+    push_scalars();
+  } else {
+    pull_steps();
+    lrs_ = Tensor();
+    steps_ = Tensor();
+  }
+  capturable_ = capturable;
+}
+
+template <class Options, bool kDecoupled>
+void AdamBase<Options, kDecoupled>::push_scalars() {
+  const std::vector<Tensor> params = this->all_params();
+  const Device device = params.front().device();
+  for (const Tensor& param : params)
+    if (param.device() != device)
+      throw DeviceError(this->name() + ".set_capturable", concat("parameters on ", device, " and ", param.device(),
+                                                                  ": capturable mode needs them on one device"));
+  std::vector<double> lrs;
+  for (const Options& o : this->options_) lrs.push_back(o.lr);
+  std::vector<std::int64_t> steps;
+  for (const std::optional<AdamState>& state : this->state_) steps.push_back(state ? state->step : 0);
+  lrs_ = from_vector(lrs, {static_cast<std::int64_t>(lrs.size())}).to(device);
+  steps_ = from_vector(steps, {static_cast<std::int64_t>(steps.size())}).to(device);
+  for (std::size_t i = 0; i < this->state_.size(); ++i)
+    if (this->state_[i]) this->state_[i]->device_step = steps_.select(0, static_cast<std::int64_t>(i));
+}
+
+template <class Options, bool kDecoupled>
+void AdamBase<Options, kDecoupled>::pull_steps() {
+  if (!steps_.defined()) return;
+  const Tensor steps = steps_.to(Device::cpu());
+  for (std::size_t i = 0; i < this->state_.size() && i < static_cast<std::size_t>(steps.numel()); ++i)
+    if (std::optional<AdamState>& state = this->state_[i]; state && state->device_step.defined()) {
+      state->step = steps.template data_ptr<std::int64_t>()[i];
+      state->device_step = Tensor();
+    }
+}
+
+template <class Options, bool kDecoupled>
+void AdamBase<Options, kDecoupled>::set_group_lr(std::size_t group, double lr) {
+  if (capturable_ && is_capturing_cuda_graph())
+    throw Error(this->name() + ".set_lr", "not inside a CUDA graph capture: the replays would all use this value");
+  TypedOptimizer<Options, AdamState>::set_group_lr(group, lr);
+  if (capturable_ && static_cast<std::size_t>(lrs_.numel()) == this->num_param_groups()) {
+    NoGradGuard no_grad;
+    lrs_.select(0, static_cast<std::int64_t>(group)).fill_(lr);
+  }
+}
+
+template <class Options, bool kDecoupled>
+void AdamBase<Options, kDecoupled>::load_state_dict(const StateDict& state) {
+  if (capturable_ && is_capturing_cuda_graph())
+    throw Error(this->name() + ".load_state_dict", "not inside a CUDA graph capture");
+  Optimizer::load_state_dict(state);
+  if (capturable_) push_scalars();  // the loaded states have host step counts
 }
 
 template class AdamBase<AdamOptions, false>;

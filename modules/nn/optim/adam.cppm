@@ -9,6 +9,9 @@
 //                                             integral value also loads)
 //   state.<i>.{exp_avg, exp_avg_sq}           the parameter's shape and dtype
 //   state.<i>.max_exp_avg_sq                  the same, with amsgrad
+// Capturable mode (set_capturable, torch.optim.Adam(capturable=True)): the learning rates and
+// step counts also live in tensors on the parameters' device, which the update kernels read
+// when they run, so a step can be captured in a CUDA graph and replayed (see set_capturable).
 module;
 #include <array>
 #include <cstdint>
@@ -39,7 +42,8 @@ struct AdamWOptions {
 };
 
 struct AdamState {
-  std::int64_t step = 0;
+  std::int64_t step = 0;  // updates so far; in capturable mode device_step holds the count
+  Tensor device_step;     // capturable mode: 0-d int64 on the parameter's device
   Tensor exp_avg;         // first moment estimate
   Tensor exp_avg_sq;      // second moment estimate
   Tensor max_exp_avg_sq;  // amsgrad: running maximum of exp_avg_sq
@@ -51,16 +55,40 @@ class AdamBase : public TypedOptimizer<Options, AdamState> {
  public:
   void step() override;
   void scaled_step(double grad_scale) override;
+  void scaled_step(const Tensor& grad_scale) override;
+
+  // Capturable mode: every update reads its learning rate, step count and grad scale from
+  // tensors on the parameters' device (all parameters on one device) when it runs, so the
+  // step can be captured in a CUDA graph whose replays use their current values:
+  //   optimizer.set_capturable(true);
+  //   ... one step outside the capture (it creates the moment estimates) ...
+  //   graph.capture_begin(gpu); loss.backward(); optimizer.scaled_step(coefficient); graph.capture_end();
+  //   each step: scheduler.step() (set_lr writes the device copy); graph.replay();
+  // Options other than the learning rate are fixed in a captured graph. Off again, the step
+  // counts return to the host. Not inside a capture (Error).
+  void set_capturable(bool capturable);
+  bool capturable() const noexcept { return capturable_; }
+  void load_state_dict(const StateDict& state) override;
 
  protected:
   AdamBase(std::string name, Options defaults) : TypedOptimizer<Options, AdamState>(std::move(name), defaults) {}
 
  private:
+  void set_group_lr(std::size_t group, double lr) override;
+  // Capturable mode: creates lrs_ and steps_ from the host options and states, and moves
+  // the step counts back to the host states.
+  void push_scalars();
+  void pull_steps();
+  void capturable_step(const Tensor& grad_scale);
   void check_options(const Options& options, const std::string& op) const override;
   void write_options(const Options& options, StateWriter& out) const override;
   Options read_options(StateReader& in) const override;
   void write_state(const AdamState& state, StateWriter& out) const override;
   AdamState read_state(StateReader& in, const Tensor& param, const Options& options) const override;
+
+  bool capturable_ = false;
+  Tensor lrs_;    // capturable: float64 [groups], the learning rates on the parameters' device
+  Tensor steps_;  // capturable: int64 [params], the step counts there (0: no state yet)
 };
 
 class Adam final : public AdamBase<AdamOptions, false> {

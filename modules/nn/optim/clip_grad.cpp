@@ -7,6 +7,7 @@ module;
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string_view>
 #include <type_traits>
 #include <vector>
@@ -110,21 +111,43 @@ double combine_grad(const Tensor& grad, double p) {
 }
 
 #if INFINI_HAS_CUDA
-// combine() over every element of the grads on the CUDA device `device`, in float64.
-double combine_cuda_grads(std::string_view op, const std::vector<Tensor>& grads, Device device, double p) {
-  std::vector<Tensor> contiguous;  // alive until the result is back
+// The grads on the CUDA device `device` as the norm kernels' tensors; `contiguous` keeps
+// their contiguous copies alive.
+std::vector<cuda::NormTensor> cuda_norm_tensors(const std::vector<Tensor>& grads, Device device,
+                                                std::vector<Tensor>& contiguous) {
   std::vector<cuda::NormTensor> tensors;
   for (const Tensor& grad : grads) {
     if (grad.device() != device) continue;
     const Tensor& g = contiguous.emplace_back(grad.contiguous());
     tensors.push_back({.data = g.data_ptr(), .type = static_cast<cuda::ElementType>(g.dtype()), .numel = g.numel()});
   }
+  return tensors;
+}
+
+// combine() over every element of the grads on the CUDA device `device`, in float64.
+double combine_cuda_grads(std::string_view op, const std::vector<Tensor>& grads, Device device, double p) {
+  std::vector<Tensor> contiguous;  // alive until the result is back
+  const std::vector<cuda::NormTensor> tensors = cuda_norm_tensors(grads, device, contiguous);
   const Tensor scratch = empty({cuda::grad_norm_scratch(tensors)}, {.dtype = kFloat64, .device = device});
   try {
     return cuda::grad_norm_sum(tensors, p, scratch.data_ptr<double>(), device.index);
   } catch (const cuda::CudaError& e) {
     throw DeviceError(op, concat("on ", device, ": ", e.what()));
   }
+}
+
+// The same as a 0-d float64 tensor on `device`, nothing read back.
+Tensor combine_cuda_grads_on_device(std::string_view op, const std::vector<Tensor>& grads, Device device, double p) {
+  std::vector<Tensor> contiguous;  // the kernels are queued before these are freed
+  const std::vector<cuda::NormTensor> tensors = cuda_norm_tensors(grads, device, contiguous);
+  const std::int64_t slots = cuda::grad_norm_scratch(tensors);
+  const Tensor scratch = empty({slots}, {.dtype = kFloat64, .device = device});
+  try {
+    cuda::grad_norm_sum_on_device(tensors, p, scratch.data_ptr<double>(), device.index);
+  } catch (const cuda::CudaError& e) {
+    throw DeviceError(op, concat("on ", device, ": ", e.what()));
+  }
+  return scratch.select(0, slots - 1);
 }
 #endif
 
@@ -182,6 +205,40 @@ double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, doubl
     for (Tensor g : grads) mul_(g, coefficient);
   }
   return total;
+}
+
+Tensor total_grad_norm_tensor(const std::vector<Tensor>& params, double norm_type) {
+  constexpr std::string_view op = "total_grad_norm_tensor";
+  if (!(norm_type > 0)) throw Error(op, concat("norm_type must be > 0 or infinity, got ", norm_type));
+  const std::vector<Tensor> grads = grads_of(op, params);
+  if (grads.empty()) throw Error(op, "no parameter has a grad, so there is no device to put the norm on");
+  const Device device = grads.front().device();
+  for (const Tensor& g : grads)
+    if (g.device() != device)
+      throw DeviceError(op, concat("grads on ", device, " and ", g.device(), ", expected all on one device"));
+  if (device.is_cpu()) return scalar_tensor(total_norm_of(op, grads, norm_type, false), {.dtype = kFloat64});
+#if INFINI_HAS_CUDA
+  NoGradGuard no_grad;
+  const Tensor sum = combine_cuda_grads_on_device(op, grads, device, norm_type);
+  switch (norm_kind(norm_type)) {
+    case NormKind::Two: return sqrt(sum);
+    case NormKind::Power: return pow(sum, 1 / norm_type);
+    default: return sum;
+  }
+#else
+  throw DeviceError(op, concat("grads on ", device, ", but this build has no CUDA backend"));
+#endif
+}
+
+Tensor clip_coefficient(const Tensor& total_norm, double max_norm) {
+  constexpr std::string_view op = "clip_coefficient";
+  check_max_norm(op, max_norm);
+  if (!total_norm.defined()) throw Error(op, "total_norm is an undefined tensor");
+  if (total_norm.numel() != 1 || total_norm.dtype() != kFloat64)
+    throw Error(op, concat("total_norm is ", total_norm.dtype(), total_norm.shape(), ", expected one float64 element"));
+  NoGradGuard no_grad;
+  // max_norm / (total + 1e-6), then at most 1 (clamp keeps a NaN), as the host version.
+  return clamp(div(max_norm, add(total_norm.reshape({}), 1e-6)), std::nullopt, 1.0);
 }
 
 void clip_grad_value_(const std::vector<Tensor>& params, double clip_value) {

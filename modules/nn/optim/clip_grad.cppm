@@ -25,6 +25,13 @@ double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, doubl
 double total_grad_norm(const std::vector<Tensor>& params, double norm_type = 2.0, bool error_if_nonfinite = false);
 double clip_coefficient(double total_norm, double max_norm);
 
+// The same two as 0-d float64 tensors on the grads' device (all grads on one device), computed
+// there without reading anything back, so a CUDA graph can capture them (with a capturable
+// optimizer's scaled_step(Tensor)). The norm has total_grad_norm's value; on CUDA a norm_type
+// other than 1, 2 and infinity takes its root with the device's pow.
+Tensor total_grad_norm_tensor(const std::vector<Tensor>& params, double norm_type = 2.0);
+Tensor clip_coefficient(const Tensor& total_norm, double max_norm);
+
 // Clamps every grad to [-clip_value, clip_value] (NaN stays NaN); clip_value >= 0.
 void clip_grad_value_(const std::vector<Tensor>& params, double clip_value);
 

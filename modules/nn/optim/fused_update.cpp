@@ -128,15 +128,18 @@ void sgd_cuda(const Tensor& p, const Tensor& g, const Tensor& buffer, const SGDU
   update_on_cuda("sgd_update_", p, &cuda::sgd_update, tensor, options);
 }
 
+// scalars: the capturable update's (undefined tensors: u's values).
 void adam_cuda(const Tensor& p, const Tensor& g, const Tensor& exp_avg, const Tensor& exp_avg_sq,
-               const Tensor& max_exp_avg_sq, const AdamUpdate& u) {
+               const Tensor& max_exp_avg_sq, const AdamUpdate& u, const AdamScalarTensors& scalars) {
+  const bool on_device = scalars.lr.defined();
   const cuda::AdamTensor tensor{.param = p.data_ptr(),
                                 .grad = g.data_ptr(),
                                 .exp_avg = exp_avg.data_ptr(),
                                 .exp_avg_sq = exp_avg_sq.data_ptr(),
                                 .max_exp_avg_sq = u.amsgrad ? max_exp_avg_sq.data_ptr() : nullptr,
                                 .numel = p.numel(),
-                                .step = u.step};
+                                .step = u.step,
+                                .device_step = on_device ? scalars.step.data_ptr<std::int64_t>() : nullptr};
   const cuda::AdamOptions options{.lr = u.lr,
                                   .beta1 = u.beta1,
                                   .beta2 = u.beta2,
@@ -144,10 +147,63 @@ void adam_cuda(const Tensor& p, const Tensor& g, const Tensor& exp_avg, const Te
                                   .weight_decay = u.weight_decay,
                                   .decoupled_weight_decay = u.decoupled_weight_decay,
                                   .amsgrad = u.amsgrad,
-                                  .grad_scale = u.grad_scale};
+                                  .grad_scale = u.grad_scale,
+                                  .device_lr = on_device ? scalars.lr.data_ptr<double>() : nullptr,
+                                  .device_grad_scale = on_device ? scalars.grad_scale.data_ptr<double>() : nullptr};
   update_on_cuda("adam_update_", p, &cuda::adam_update, tensor, options);
 }
 #endif
+
+// Error unless `t` is a one-element `dtype` tensor on the parameter's device.
+void check_scalar(std::string_view op, std::string_view what, const Tensor& param, const Tensor& t, DataType dtype) {
+  if (!t.defined()) throw Error(op, concat(what, " is an undefined tensor"));
+  if (t.numel() != 1 || t.dtype() != dtype)
+    throw Error(op, concat(what, " is ", t.dtype(), t.shape(), ", expected one ", dtype, " element"));
+  if (t.device() != param.device())
+    throw DeviceError(op, concat(what, " is on ", t.device(), ", expected the parameter's device ", param.device()));
+}
+
+// The update shared by both adam_update_ overloads; scalars.lr undefined: u's own scalars.
+void adam_update_impl(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
+                      const Tensor& max_exp_avg_sq, AdamUpdate u, const AdamScalarTensors& scalars) {
+  constexpr std::string_view op = "adam_update_";
+  check_param(op, param);
+  check_operand(op, "grad", param, grad, false);
+  check_operand(op, "exp_avg", param, exp_avg, true);
+  check_operand(op, "exp_avg_sq", param, exp_avg_sq, true);
+  if (u.amsgrad) check_operand(op, "max_exp_avg_sq", param, max_exp_avg_sq, true);
+  const bool from_tensors = scalars.lr.defined();
+  if (from_tensors) {
+    check_scalar(op, "lr", param, scalars.lr, kFloat64);
+    check_scalar(op, "step", param, scalars.step, kInt64);
+    check_scalar(op, "grad_scale", param, scalars.grad_scale, kFloat64);
+  }
+  // On the CPU the tensors' values are the host scalars.
+  const bool read_on_host = from_tensors && param.device().is_cpu();
+  if (read_on_host) {
+    u.lr = scalars.lr.item<double>();
+    u.step = scalars.step.item<std::int64_t>();
+    u.grad_scale = scalars.grad_scale.item<double>();
+  }
+  if ((!from_tensors || read_on_host) && u.step < 1) throw Error(op, concat("step must be >= 1, got ", u.step));
+  const Tensor g = grad.contiguous();
+  write_param(param, [&](const Tensor& p) {
+#if INFINI_HAS_CUDA
+    if (p.device().is_cuda()) return adam_cuda(p, g, exp_avg, exp_avg_sq, max_exp_avg_sq, u, scalars);
+#endif
+    dispatch_floating(op, p.dtype(), [&]<class T>() {
+      T* const moments[2] = {exp_avg.data_ptr<T>(), exp_avg_sq.data_ptr<T>()};
+      if (u.amsgrad)
+        adam_loop<T, true>(p.data_ptr<T>(), g.data_ptr<T>(), moments[0], moments[1], max_exp_avg_sq.data_ptr<T>(),
+                           p.numel(), u);
+      else
+        adam_loop<T, false>(p.data_ptr<T>(), g.data_ptr<T>(), moments[0], moments[1], nullptr, p.numel(), u);
+    });
+  });
+  exp_avg.storage().bump_version();
+  exp_avg_sq.storage().bump_version();
+  if (u.amsgrad) max_exp_avg_sq.storage().bump_version();
+}
 
 }  // namespace
 
@@ -171,30 +227,13 @@ void sgd_update_(const Tensor& param, const Tensor& grad, const Tensor& momentum
 
 void adam_update_(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
                   const Tensor& max_exp_avg_sq, const AdamUpdate& update) {
-  constexpr std::string_view op = "adam_update_";
-  check_param(op, param);
-  check_operand(op, "grad", param, grad, false);
-  check_operand(op, "exp_avg", param, exp_avg, true);
-  check_operand(op, "exp_avg_sq", param, exp_avg_sq, true);
-  if (update.amsgrad) check_operand(op, "max_exp_avg_sq", param, max_exp_avg_sq, true);
-  if (update.step < 1) throw Error(op, concat("step must be >= 1, got ", update.step));
-  const Tensor g = grad.contiguous();
-  write_param(param, [&](const Tensor& p) {
-#if INFINI_HAS_CUDA
-    if (p.device().is_cuda()) return adam_cuda(p, g, exp_avg, exp_avg_sq, max_exp_avg_sq, update);
-#endif
-    dispatch_floating(op, p.dtype(), [&]<class T>() {
-      T* const moments[2] = {exp_avg.data_ptr<T>(), exp_avg_sq.data_ptr<T>()};
-      if (update.amsgrad)
-        adam_loop<T, true>(p.data_ptr<T>(), g.data_ptr<T>(), moments[0], moments[1], max_exp_avg_sq.data_ptr<T>(),
-                           p.numel(), update);
-      else
-        adam_loop<T, false>(p.data_ptr<T>(), g.data_ptr<T>(), moments[0], moments[1], nullptr, p.numel(), update);
-    });
-  });
-  exp_avg.storage().bump_version();
-  exp_avg_sq.storage().bump_version();
-  if (update.amsgrad) max_exp_avg_sq.storage().bump_version();
+  adam_update_impl(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, update, {});
+}
+
+void adam_update_(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
+                  const Tensor& max_exp_avg_sq, const AdamUpdate& update, const AdamScalarTensors& scalars) {
+  if (!scalars.lr.defined()) throw Error("adam_update_", "lr is an undefined tensor");
+  adam_update_impl(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, update, scalars);
 }
 
 }  // namespace infini::optim

@@ -43,4 +43,17 @@ struct AdamUpdate {
 void adam_update_(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
                   const Tensor& max_exp_avg_sq, const AdamUpdate& update);
 
+// A capturable update's scalars (torch.optim.Adam(capturable=True)): one-element tensors on
+// the parameter's device, read when the update runs rather than when it is launched, so a
+// CUDA graph replays it with their current values. They replace AdamUpdate's lr, step and
+// grad_scale. On CUDA the bias corrections are then computed on the device, whose pow may
+// differ from the host's in the last bit.
+struct AdamScalarTensors {
+  Tensor lr;          // float64
+  Tensor step;        // int64, this update's number (>= 1)
+  Tensor grad_scale;  // float64
+};
+void adam_update_(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
+                  const Tensor& max_exp_avg_sq, const AdamUpdate& update, const AdamScalarTensors& scalars);
+
 }  // namespace infini::optim

@@ -49,6 +49,27 @@ void Optimizer::scaled_step(double grad_scale) {
   step();
 }
 
+void Optimizer::check_grad_scale(const Tensor& grad_scale, Device device) const {
+  const std::string op = name_ + ".scaled_step";
+  if (!grad_scale.defined()) throw Error(op, "grad_scale is an undefined tensor");
+  if (grad_scale.numel() != 1 || grad_scale.dtype() != kFloat64)
+    throw Error(op, concat("grad_scale is ", grad_scale.dtype(), grad_scale.shape(), ", expected one float64 element"));
+  if (grad_scale.device() != device)
+    throw DeviceError(op, concat("grad_scale is on ", grad_scale.device(), ", expected the parameters' device ", device));
+}
+
+void Optimizer::refuse_capture(std::string_view method, std::string_view hint) const {
+  if (is_capturing_cuda_graph())
+    throw Error(concat(name_, ".", method), concat("not capturable: a CUDA graph would replay its update with this "
+                                                   "step's learning rate and step counts; ", hint));
+}
+
+void Optimizer::scaled_step(const Tensor& grad_scale) {
+  refuse_capture("scaled_step", "step it outside the capture");
+  check_grad_scale(grad_scale, grad_scale.device());
+  scaled_step(grad_scale.item<double>());
+}
+
 void Optimizer::zero_grad(bool set_to_none) {
   NoGradGuard no_grad;
   for (const std::vector<Tensor>& group : groups_)

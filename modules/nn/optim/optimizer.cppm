@@ -41,6 +41,11 @@ class Optimizer {
   // without its own pass over the grads. Adam and AdamW fold the scale into their update and
   // leave the grads as they are; other optimizers scale the grads in place, then step().
   virtual void scaled_step(double grad_scale);
+  // scaled_step with the scale in a one-element float64 tensor on the parameters' device. A
+  // capturable Adam or AdamW (set_capturable) reads it when its update runs, so a CUDA graph
+  // can capture the step (with clip_coefficient of total_grad_norm_tensor, nothing is read
+  // back); other optimizers read its value back: scaled_step(value).
+  virtual void scaled_step(const Tensor& grad_scale);
   // Drops every parameter's grad (set_to_none) or fills it with zeros.
   void zero_grad(bool set_to_none = true);
 
@@ -73,6 +78,11 @@ class Optimizer {
   void add_group_params(std::vector<Tensor> params);
   // IndexError from "<name>.<method>" unless group < num_param_groups().
   void check_group(std::string_view method, std::size_t group) const;
+  // Error from "<name>.scaled_step" unless grad_scale is one float64 element on `device`.
+  void check_grad_scale(const Tensor& grad_scale, Device device) const;
+  // Error from "<name>.<method>" inside a CUDA graph capture: the graph would replay the update
+  // with this step's host values (learning rate, step counts). `hint` ends the message.
+  void refuse_capture(std::string_view method, std::string_view hint) const;
 
   // fn(group, index, param, grad) for every parameter with a grad, in the state-dict
   // numbering, after checking all grads against their parameters (shape, dtype, device).
@@ -156,7 +166,7 @@ class TypedOptimizer : public Optimizer {
   std::vector<Options> options_;             // per group
   std::vector<std::optional<State>> state_;  // per parameter, in the state-dict numbering
 
- private:
+ protected:
   double group_lr(std::size_t group) const override { return options_[group].lr; }
   void set_group_lr(std::size_t group, double lr) override {
     Options options = options_[group];
@@ -164,6 +174,7 @@ class TypedOptimizer : public Optimizer {
     check_options(options, name() + ".set_lr");
     options_[group] = options;
   }
+ private:
   void write_group(std::size_t group, StateWriter& out) const override { write_options(options_[group], out); }
   void write_param_state(std::size_t index, StateWriter& out) const override {
     if (state_[index]) write_state(*state_[index], out);

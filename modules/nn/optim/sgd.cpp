@@ -54,6 +54,7 @@ SGDState SGD::read_state(StateReader& in, const Tensor& param, const SGDOptions&
 }
 
 void SGD::step() {
+  refuse_capture("step", "step it outside the capture");
   for_each_grad([&](std::size_t group, std::size_t index, const Tensor& param, const Tensor& grad) {
     const SGDOptions& o = options_[group];
     std::optional<SGDState>& state = state_[index];

@@ -46,6 +46,13 @@ struct AdamOptions {
   bool decoupled_weight_decay = false;  // AdamW
   bool amsgrad = false;
   double grad_scale = 1;  // each grad is first multiplied by it, rounded to the storage type
+  // Capturable updates (torch.optim.Adam(capturable=True)): set both, and every tensor's
+  // device_step, to have the kernels read the learning rate, the grad scale and the steps
+  // from device memory when they run (lr, grad_scale and step above are then unused), so a
+  // CUDA graph replays the update with their current values. The bias corrections are then
+  // computed on the device (its pow may differ from the host's in the last bit).
+  const double* device_lr = nullptr;          // one float64
+  const double* device_grad_scale = nullptr;  // one float64
 };
 
 // numel elements each; max_exp_avg_sq is used only with amsgrad. step (>= 1) is this
@@ -58,6 +65,7 @@ struct AdamTensor {
   void* max_exp_avg_sq = nullptr;
   std::int64_t numel = 0;
   std::int64_t step = 1;
+  const std::int64_t* device_step = nullptr;  // capturable: one int64 (>= 1) on the device
 };
 
 void adam_update(ElementType type, std::span<const AdamTensor> tensors, const AdamOptions& options, int device);
@@ -79,6 +87,9 @@ std::int64_t grad_norm_scratch(std::span<const NormTensor> tensors);
 // chunk of each tensor a block tree, then one block over the chunks), so equal inputs give
 // equal bits. scratch: grad_norm_scratch(tensors) doubles. Waits for the result.
 double grad_norm_sum(std::span<const NormTensor> tensors, double p, double* scratch, int device);
+// The same sum left on the device, in scratch[grad_norm_scratch(tensors) - 1], without
+// waiting: a CUDA graph can capture it.
+void grad_norm_sum_on_device(std::span<const NormTensor> tensors, double p, double* scratch, int device);
 
 // ---- GradScaler.unscale_ ----------------------------------------------------------------
 

@@ -42,9 +42,10 @@ struct AdamScalars {
   bool scaled = false;        // grad_scale != 1
 };
 
-// step >= 1: this update's number.
+// step >= 1: this update's number. Host and device (a capturable update computes them in
+// its kernel from the learning rate, step and grad scale in device memory).
 template <class C>
-AdamScalars<C> adam_scalars(double lr, double beta1, double beta2, double eps, double weight_decay,
+INFINI_HD AdamScalars<C> adam_scalars(double lr, double beta1, double beta2, double eps, double weight_decay,
                             bool decoupled_weight_decay, std::int64_t step, double grad_scale) {
   const double bias_correction1 = sub_rn(1.0, std::pow(beta1, static_cast<double>(step)));
   const double bias_correction2 = sub_rn(1.0, std::pow(beta2, static_cast<double>(step)));
