@@ -34,28 +34,34 @@ struct SgdEntry {
   std::int64_t numel, first_chunk;
 };
 
+// One tensor's arrays and its place in the batch, in every Adam launch.
 template <class T>
-struct AdamEntry {
+struct AdamArrays {
   T* param;
   const T* grad;
   T* exp_avg;
   T* exp_avg_sq;
   T* max_exp_avg_sq;
   std::int64_t numel, first_chunk;
+};
+
+template <class T>
+struct AdamEntry : AdamArrays<T> {
   math::compute_of<T> neg_step_size, bias_correction2_sqrt;  // this tensor's step's
 };
 
 // A capturable update's tensor: its step is read from the device.
 template <class T>
-struct AdamDeviceEntry {
-  T* param;
-  const T* grad;
-  T* exp_avg;
-  T* exp_avg_sq;
-  T* max_exp_avg_sq;
-  std::int64_t numel, first_chunk;
+struct AdamDeviceEntry : AdamArrays<T> {
   const std::int64_t* step;
 };
+
+// The arrays of `t` as type T.
+template <class T>
+AdamArrays<T> arrays_of(const AdamTensor& t) {
+  return {static_cast<T*>(t.param), static_cast<const T*>(t.grad), static_cast<T*>(t.exp_avg),
+          static_cast<T*>(t.exp_avg_sq), static_cast<T*>(t.max_exp_avg_sq), t.numel, 0};
+}
 
 // What a capturable update computes its scalars from: the options, and the learning rate
 // and grad scale in device memory.
@@ -188,8 +194,7 @@ void adam_update_on_device(std::span<const AdamTensor> tensors, const AdamOption
   for (const AdamTensor& t : tensors) {
     if (t.numel == 0) continue;
     if (!t.device_step) throw CudaError("adam_update: a capturable update needs every tensor's device_step");
-    entries.push_back({static_cast<T*>(t.param), static_cast<const T*>(t.grad), static_cast<T*>(t.exp_avg),
-                       static_cast<T*>(t.exp_avg_sq), static_cast<T*>(t.max_exp_avg_sq), t.numel, 0, t.device_step});
+    entries.push_back({arrays_of<T>(t), t.device_step});
   }
   const AdamDeviceArgs args{.beta1 = o.beta1,
                             .beta2 = o.beta2,
@@ -217,9 +222,7 @@ void adam_update_on_host_scalars(std::span<const AdamTensor> tensors, const Adam
     if (t.numel == 0) continue;
     if (t.step < 1) throw CudaError("adam_update: step must be >= 1, got " + std::to_string(t.step));
     const math::AdamScalars<C> s = scalars(t.step);
-    entries.push_back({static_cast<T*>(t.param), static_cast<const T*>(t.grad), static_cast<T*>(t.exp_avg),
-                       static_cast<T*>(t.exp_avg_sq), static_cast<T*>(t.max_exp_avg_sq), t.numel, 0,
-                       s.neg_step_size, s.bias_correction2_sqrt});
+    entries.push_back({arrays_of<T>(t), s.neg_step_size, s.bias_correction2_sqrt});
   }
   const math::AdamScalars<C> shared = scalars(1);  // the per-tensor fields come from the entries
   detail::for_each_batch<AdamEntry<T>>(entries, [&](const Batch<AdamEntry<T>>& batch) {
