@@ -10,6 +10,17 @@ module;
 module infini.nn;
 
 namespace infini::optim {
+namespace {
+
+// The groups' learning rates as a float64 [groups] CPU tensor.
+template <class Options>
+Tensor learning_rates(const std::vector<Options>& options) {
+  std::vector<double> lrs;
+  for (const Options& o : options) lrs.push_back(o.lr);
+  return from_vector(lrs, {static_cast<std::int64_t>(lrs.size())});
+}
+
+}  // namespace
 
 template <class Options, bool kDecoupled>
 void AdamBase<Options, kDecoupled>::check_options(const Options& o, const std::string& op) const {
@@ -117,9 +128,7 @@ void AdamBase<Options, kDecoupled>::capturable_step(const Tensor& grad_scale) {
     pull_steps();
     push_scalars();
   } else if (!capturing) {  // set_options and load_state_dict change the learning rates on the host
-    std::vector<double> lrs;
-    for (const Options& o : this->options_) lrs.push_back(o.lr);
-    lrs_.copy_(from_vector(lrs, {static_cast<std::int64_t>(lrs.size())}));
+    lrs_.copy_(learning_rates(this->options_));
   }
   struct Update {
     std::size_t group, index;
@@ -191,11 +200,9 @@ void AdamBase<Options, kDecoupled>::push_scalars() {
     if (param.device() != device)
       throw DeviceError(this->name() + ".set_capturable", concat("parameters on ", device, " and ", param.device(),
                                                                   ": capturable mode needs them on one device"));
-  std::vector<double> lrs;
-  for (const Options& o : this->options_) lrs.push_back(o.lr);
   std::vector<std::int64_t> steps;
   for (const std::optional<AdamState>& state : this->state_) steps.push_back(state ? state->step : 0);
-  lrs_ = from_vector(lrs, {static_cast<std::int64_t>(lrs.size())}).to(device);
+  lrs_ = learning_rates(this->options_).to(device);
   steps_ = from_vector(steps, {static_cast<std::int64_t>(steps.size())}).to(device);
   for (std::size_t i = 0; i < this->state_.size(); ++i)
     if (this->state_[i]) this->state_[i]->device_step = steps_.select(0, static_cast<std::int64_t>(i));
