@@ -23,7 +23,7 @@ Tensor sample(const Shape& shape, double lo, double hi, std::uint64_t seed) {
 }
 
 std::vector<double> values(const Tensor& t) {
-  const Tensor c = t.detach().to(kFloat64).contiguous();
+  const Tensor c = t.detach().to(Device::cpu(), kFloat64).contiguous();  // any device
   return std::vector<double>(c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
 }
 

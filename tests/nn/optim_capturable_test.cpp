@@ -213,7 +213,7 @@ TEST(ClipGradTensor, BadArgumentsAreErrors) {
 struct GpuModel {
   Tensor w, x;
   explicit GpuModel(const Device& gpu)
-      : w(from_vector(std::vector<double>{0.5, -1.0, 2.0, 0.25, -0.75, 1.5}, {3, 2}).to(gpu).requires_grad_()),
+      : w(from_vector(std::vector<double>{0.5, -1.0, 2.0, 0.25, -0.75, 1.5}, {3, 2}).to(gpu, kFloat32).requires_grad_()),
         x(zeros({4, 3}, {.dtype = kFloat32, .device = gpu})) {}
   std::vector<Tensor> step(Optimizer& opt) const {
     const Tensor loss = mean(pow(matmul(x, w), 2.0));

@@ -27,7 +27,7 @@ inline void set_grad(const Tensor& p, const std::vector<double>& values) {
 
 // The values of t as float64, row-major.
 inline std::vector<double> values(const Tensor& t) {
-  const Tensor c = t.detach().to(kFloat64).contiguous();
+  const Tensor c = t.detach().to(Device::cpu(), kFloat64).contiguous();  // any device
   const double* d = c.data_ptr<double>();
   return std::vector<double>(d, d + c.numel());
 }

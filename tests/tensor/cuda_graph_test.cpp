@@ -87,16 +87,17 @@ TEST(CudaGraph, MemoryTheCaptureFreedIsNotHandedOutWhileTheGraphLives) {
 TEST(CudaGraph, OpsThatReadBackOrDrawRandomNumbersAreRefusedInsideACapture) {
   REQUIRE_CUDA();
   const Tensor x = full({4}, 3.0, {.device = kGpu});
+  const Tensor scalar = full({}, 3.0, {.device = kGpu});
   {
     CudaGraph graph;
     graph.capture_begin(kGpu);
-    EXPECT_THROW(x.item<float>(), DeviceError);
+    EXPECT_THROW(scalar.item<float>(), DeviceError);
     EXPECT_THROW(x.to(Device::cpu()), DeviceError);
     EXPECT_THROW(synchronize(kGpu), DeviceError);
     EXPECT_THROW(randn({4}, {.device = kGpu}), DeviceError);
   }  // abandoned: the destructor ends the capture
   EXPECT_FALSE(is_capturing_cuda_graph());
-  EXPECT_EQ(x.item<float>(), 3.0f);
+  EXPECT_EQ(scalar.item<float>(), 3.0f);
   CudaGraph again;  // a fresh capture works after an abandoned one
   again.capture_begin(kGpu);
   Tensor y = empty({4}, {.device = kGpu});
