@@ -155,6 +155,10 @@ bool attention_forward_mma(void* out, void* lse, const AttentionProblem& p, cons
 bool attention_backward_mma(void* dq, void* dk, void* dv, void* delta, const void* grad_out, const void* out,
                             const void* lse, const AttentionProblem& p, const char* op);
 
+// Throws unless the operands are contiguous (the float32/float64 kernels' layout): q, k, v and
+// out, and for the backward also grad_out, dq, dk and dv.
+void require_contiguous(const AttentionProblem& p, bool backward, const char* op);
+
 // Blocks of kWarpsPerBlock rows over `groups` groups of `rows` rows each.
 inline unsigned row_blocks(std::int64_t groups, std::int64_t rows, const char* op) {
   const std::int64_t blocks = groups * ((rows + kWarpsPerBlock - 1) / kWarpsPerBlock);

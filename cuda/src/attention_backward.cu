@@ -194,6 +194,7 @@ void attention_backward(void* dq, void* dk, void* dv, void* delta, const void* g
   use_device(device);
   if (attention_backward_mma(dq, dk, dv, delta, grad_out, out, lse, p, op))
     return after_launch(op, {static_cast<int>(p.type), 2});
+  detail::require_contiguous(p, true, op);
   if (attention_backward_tiled(dq, dk, dv, delta, grad_out, out, lse, p, op))
     return after_launch(op, {static_cast<int>(p.type), 1});
   visit_attention_type(p.type, op, [&](auto zero) {

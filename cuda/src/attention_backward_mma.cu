@@ -1,18 +1,21 @@
-// Attention backward for bfloat16/float16 on tensor cores (layout in attention_mma.cuh),
-// the two passes of attention_backward.cu without atomics:
+// Attention backward for bfloat16/float16 on tensor cores (building blocks in
+// attention_mma.cuh), the two passes of attention_backward.cu without atomics, score tiles in
+// registers:
 // - dq: a block takes 64 query rows, writes delta_i = dO_i . o_i (float32) and walks the key
-//   tiles: scores and dO . v on WMMA, then per element p = exp(s - lse) and
-//   ds = p (dP - delta) in float32, rounded to the input type, and dq += ds k on WMMA.
+//   tiles: s = q k^T and dP = dO v^T, then per element p = exp(s - lse) and
+//   ds = p (dP - delta) in float32, rounded to the input type, and dq += ds k.
 // - dk/dv: a block takes 64 key rows of one key/value head and walks the query tiles of every
-//   query head of its group, in order: dv += p^T dO and dk += ds^T q.
-// Every gradient is accumulated in float32 fragments in a fixed order, so results are
-// reproducible. No mask or dropout (attention_runs_in_16_bit).
+//   query head of its group, in order: s^T = k q^T and dP^T = v dO^T, then dv += p^T dO and
+//   dk += ds^T q.
+// Every gradient is accumulated in float32 in a fixed order, so results are reproducible. No
+// mask or dropout (attention_runs_in_16_bit).
 #include <algorithm>
 #include <cstdint>
 #include <limits>
 
 #include "attention.cuh"
 #include "attention_mma.cuh"
+#include "element_types.cuh"
 #include "launch.cuh"
 
 namespace infini::cuda::detail {
@@ -22,191 +25,211 @@ using namespace mma_tiles;
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
-// Above D = 64 the dk/dv pass keeps its dv sums in shared memory (a third float scratch per
-// warp): dk and dv together would take all 255 registers.
+// Above D = 64 the own rows are read from shared memory at each use: held in registers next
+// to two gradients of (16, D) floats they would not fit.
 template <int D>
-inline constexpr bool kDvInShared = D > 64;
+inline constexpr bool kHoldOwn = D <= 64;
 
-// Four row tiles, per warp two float scratches (three for kDvInShared) and two weight tiles,
-// and the query tile's lse and delta (2 x 64 floats).
+// The dk/dv pass takes a query tile in parts of this many columns: for D = 128 a whole tile's
+// score and score-gradient fragments would not fit next to the two gradients.
+template <int D>
+inline constexpr int kQueryColumns = D > 64 ? 32 : kRows;
+
+// Both passes: two own row tiles, two stages of two tiles of the other side, and two float
+// rows (lse and delta) per stage.
 template <int D>
 constexpr std::size_t backward_shared_bytes() {
-  return 4 * kTileBytes<D> + kWarps * ((kDvInShared<D> ? 3 : 2) * kScratchBytes<D> + 2 * kWeightBytes) +
-         2 * kRows * sizeof(float);
-}
-
-struct WarpSpace {
-  float* scores;   // (16, 64) float
-  float* dots;     // (16, 64) float: dO . v
-  void* weights;   // (16, 64) of T
-  void* dweights;  // (16, 64) of T
-  float* dv_sums;  // (16, D) float, for kDvInShared
-};
-template <int D>
-__device__ WarpSpace warp_space(unsigned char* shared, int warp) {
-  constexpr std::size_t kWarpBytes = (kDvInShared<D> ? 3 : 2) * kScratchBytes<D> + 2 * kWeightBytes;
-  unsigned char* base = shared + 4 * kTileBytes<D> + warp * kWarpBytes;
-  unsigned char* weights = base + 2 * kScratchBytes<D>;
-  return {reinterpret_cast<float*>(base), reinterpret_cast<float*>(base + kScratchBytes<D>), weights,
-          weights + kWeightBytes, reinterpret_cast<float*>(weights + 2 * kWeightBytes)};
+  return 6 * kTileBytes<D> + 4 * kRows * sizeof(float);
 }
 
 // dq (scaled) and delta for 64 query rows of one (b, h).
 template <class T, int D>
-__global__ void __launch_bounds__(kThreads, 1) mma_dq_kernel(AttentionProblem p, T* dq, float* delta, const T* grad_out,
+__global__ void __launch_bounds__(kThreads) mma_dq_kernel(AttentionProblem p, T* dq, float* delta, const T* grad_out,
                                                           const T* out, const float* lse) {
   extern __shared__ __align__(128) unsigned char shared[];
-  T* const q_tile = reinterpret_cast<T*>(shared);
-  T* const go_tile = q_tile + kRows * kPitch<D>;
-  T* const k_tile = go_tile + kRows * kPitch<D>;
-  T* const v_tile = k_tile + kRows * kPitch<D>;
+  auto* const q_tile = reinterpret_cast<std::uint16_t*>(shared);
+  auto* const go_tile = q_tile + kTileElements<D>;
+  auto* const stages = go_tile + kTileElements<D>;  // stage s: key tile 2 s, value tile 2 s + 1
+  float* const row_lse = reinterpret_cast<float*>(stages + 4 * kTileElements<D>);  // log2 units
+  float* const row_delta = row_lse + kRows;
   const int warp = static_cast<int>(threadIdx.x / 32), lane = static_cast<int>(threadIdx.x % 32);
-  const WarpSpace ws = warp_space<D>(shared, warp);
-  T* const ds_weights = static_cast<T*>(ws.dweights);
-  const int r = lane / 2, half = lane % 2;
+  const int g = lane / 4, t = lane % 4;
 
-  const auto [bh, i0, rows, keys, values] = query_tile<T, D>(p);
-  load_rows<T, D>(q_tile, static_cast<const T*>(p.q), bh * p.q_len + i0, rows);
-  load_rows<T, D>(go_tile, grad_out, bh * p.q_len + i0, rows);
+  const auto [b, h, bh, i0, rows, keys, values] = query_tile(p);
+  const std::int64_t block_keys = keys_of(p, i0 + rows - 1);
+  const int key_tiles = static_cast<int>(tiles_of(block_keys));
+  auto load_keys_and_values = [&](int tile) {
+    const std::int64_t j0 = static_cast<std::int64_t>(tile) * kRows;
+    const int n = static_cast<int>(std::min<std::int64_t>(kRows, block_keys - j0));
+    std::uint16_t* stage = stages + (tile % 2) * 2 * kTileElements<D>;
+    load_rows_async<D>(stage, keys + j0 * p.k_rows.row, p.k_rows.row, n);
+    load_rows_async<D>(stage + kTileElements<D>, values + j0 * p.v_rows.row, p.v_rows.row, n);
+  };
+  load_rows_async<D>(q_tile, row_of(static_cast<const std::uint16_t*>(p.q), p.q_rows, b, h, i0), p.q_rows.row, rows);
+  load_rows_async<D>(go_tile, row_of(grad_out, p.grad_out_rows, b, h, i0), p.grad_out_rows.row, rows);
+  cp_async_commit();
+  if (key_tiles > 0) load_keys_and_values(0);
+  cp_async_commit();
+  cp_async_wait<1>();  // the query and output-gradient tiles have arrived
   __syncthreads();
 
-  const std::int64_t i = i0 + 16 * warp + r;
-  const bool in_range = i < p.q_len;
-  float row_delta = 0;  // dO_i . o_i, the lane pair's halves added
-  if (in_range) {
-    const T* go = go_tile + (16 * warp + r) * kPitch<D> + half * (D / 2);
-    const T* o = out + (bh * p.q_len + i) * D + half * (D / 2);
-    for (int e = 0; e < D / 2; ++e) row_delta += widen(go[e]) * widen(o[e]);
-  }
-  row_delta += __shfl_xor_sync(kAllLanes, row_delta, 1);
-  if (in_range && half == 0) delta[bh * p.q_len + i] = row_delta;
-  const float row_lse = in_range ? lse[bh * p.q_len + i] * kLog2e : -kInf;
-  const std::int64_t row_keys = in_range && row_lse != -kInf ? keys_of(p, i) : 0;
-  const std::int64_t block_keys = keys_of(p, i0 + rows - 1);
-  const float score_scale = static_cast<float>(p.scale) * kLog2e;
-  Acc grad[D / 16];
-  zero<D>(grad);
-  // Above D = 64, dO's fragments are read per tile: kept too, with dq's sums, they would not
-  // fit in the registers.
-  const OwnRows<T, D> queries(q_tile + 16 * warp * kPitch<D>);
-  const T* const own_grads_out = go_tile + 16 * warp * kPitch<D>;
-  struct NoRows {};
-  const auto grads_out = [&] {
-    if constexpr (D > 64) return NoRows{};
-    else return OwnRows<T, D>(own_grads_out);
-  }();
-
-  for (std::int64_t j0 = 0; j0 < block_keys; j0 += kRows) {
-    const int n = static_cast<int>(std::min<std::int64_t>(kRows, block_keys - j0));
-    __syncthreads();
-    load_rows<T, D>(k_tile, keys, j0, n);
-    load_rows<T, D>(v_tile, values, j0, n);
-    __syncthreads();
-    pair_products<T, D>(ws.scores, queries, k_tile);
-    if constexpr (D > 64) pair_products<T, D>(ws.dots, own_grads_out, v_tile);
-    else pair_products<T, D>(ws.dots, grads_out, v_tile);
-    __syncwarp();
-    const float* s = ws.scores + r * kScratchPitch<D> + half * 32;
-    const float* dp = ws.dots + r * kScratchPitch<D> + half * 32;
-    T* const w = ds_weights + r * kWeightPitch + half * 32;
+  {  // delta and lse of the warp's rows, a lane pair per row
+    const int r = lane / 2, half = lane % 2;
+    const std::int64_t i = i0 + 16 * warp + r;
+    float d = 0;
+    if (i < p.q_len) {
+      const T* go = reinterpret_cast<const T*>(go_tile + (16 * warp + r) * kPitch<D>) + half * (D / 2);
+      const T* o = row_of(out, p.out_rows, b, h, i) + half * (D / 2);
 #pragma unroll 8
-    for (int c = 0; c < 32; ++c) {
-      const bool kept = j0 + half * 32 + c < row_keys;
-      const float weight = kept ? exp2f(s[c] * score_scale - row_lse) : 0.0f;
-      w[c] = convert<T>(kept ? weight * (dp[c] - row_delta) : 0.0f);
+      for (int e = 0; e < D / 2; ++e) d += widen(go[e]) * widen(o[e]);
     }
-    __syncwarp();
-    add_weighted_rows<T, D>(grad, ds_weights, k_tile);
+    d += __shfl_xor_sync(kAllLanes, d, 1);
+    if (half == 0) {
+      row_delta[16 * warp + r] = d;
+      row_lse[16 * warp + r] = i < p.q_len ? lse[bh * p.q_len + i] * kLog2e : -kInf;
+      if (i < p.q_len) delta[bh * p.q_len + i] = d;
+    }
   }
-  store<D>(ws.scores, grad);
   __syncwarp();
-  if (in_range) write_row_half<T, D>(dq + bh * p.q_len * D, i, ws.scores, r, half, static_cast<float>(p.scale));
+  float own_lse[2], own_delta[2];  // this thread's rows g and g + 8 of the warp's 16
+  std::int64_t row_keys[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    own_lse[r] = row_lse[16 * warp + g + 8 * r];
+    own_delta[r] = row_delta[16 * warp + g + 8 * r];
+    const std::int64_t i = i0 + 16 * warp + g + 8 * r;
+    row_keys[r] = i < p.q_len ? keys_of(p, i) : 0;
+  }
+  const std::int64_t warp_keys = keys_of(p, i0 + 16 * warp);  // the fewest any of its rows sees
+  const float score_scale = static_cast<float>(p.scale) * kLog2e;
+  const OwnRows<D, kHoldOwn<D>> own_queries(q_tile, warp), own_grads(go_tile, warp);
+  FragC grad[D / 8];
+  zero(grad);
+
+  for (int tile = 0; tile < key_tiles; ++tile) {
+    if (tile + 1 < key_tiles) load_keys_and_values(tile + 1);
+    cp_async_commit();
+    cp_async_wait<1>();  // this tile has arrived
+    __syncthreads();
+    const std::uint16_t* k_tile = stages + (tile % 2) * 2 * kTileElements<D>;
+    const std::uint16_t* v_tile = k_tile + kTileElements<D>;
+    FragC s[kRows / 8], dp[kRows / 8];
+    zero(s);
+    zero(dp);
+    add_row_products<T, D, kRows>(s, own_queries, k_tile);
+    add_row_products<T, D, kRows>(dp, own_grads, v_tile);
+    const std::int64_t j0 = static_cast<std::int64_t>(tile) * kRows;
+    const bool partial = j0 + kRows > warp_keys;
+#pragma unroll
+    for (int n = 0; n < kRows / 8; ++n)
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {
+        const int r = c / 2;
+        const bool kept = own_lse[r] != -kInf && (!partial || j0 + 8 * n + 2 * t + c % 2 < row_keys[r]);
+        const float weight = kept ? exp2f(s[n].x[c] * score_scale - own_lse[r]) : 0.0f;
+        s[n].x[c] = weight * (dp[n].x[c] - own_delta[r]);  // ds
+      }
+    add_weighted_rows<T, D, kRows>(grad, s, k_tile);
+    __syncthreads();  // this stage has been read before the next iteration refills it
+  }
+  const std::int64_t first = i0 + 16 * warp;
+  store_rows<T, D>(row_of(dq, p.dq_rows, b, h, first), p.dq_rows.row, p.q_len - first, grad,
+                   static_cast<float>(p.scale), q_tile, warp);
 }
 
-// dk (scaled) and dv for 64 key rows of one (b, key/value head).
+// dk (scaled) and dv for 64 key rows of one (b, key/value head), over every query head of its
+// group.
 template <class T, int D>
-__global__ void __launch_bounds__(kThreads, 1) mma_dkv_kernel(AttentionProblem p, T* dk, T* dv, const float* delta,
+__global__ void __launch_bounds__(kThreads) mma_dkv_kernel(AttentionProblem p, T* dk, T* dv, const float* delta,
                                                            const T* grad_out, const float* lse) {
   extern __shared__ __align__(128) unsigned char shared[];
-  T* const k_tile = reinterpret_cast<T*>(shared);
-  T* const v_tile = k_tile + kRows * kPitch<D>;
-  T* const q_tile = v_tile + kRows * kPitch<D>;
-  T* const go_tile = q_tile + kRows * kPitch<D>;
-  float* const tile_lse = reinterpret_cast<float*>(shared + backward_shared_bytes<D>() - 2 * kRows * sizeof(float));
-  float* const tile_delta = tile_lse + kRows;
+  auto* const k_tile = reinterpret_cast<std::uint16_t*>(shared);
+  auto* const v_tile = k_tile + kTileElements<D>;
+  auto* const stages = v_tile + kTileElements<D>;  // stage s: query tile 2 s, output-gradient tile 2 s + 1
+  float* const stage_rows = reinterpret_cast<float*>(stages + 4 * kTileElements<D>);  // per stage lse, delta
   const int warp = static_cast<int>(threadIdx.x / 32), lane = static_cast<int>(threadIdx.x % 32);
-  const WarpSpace ws = warp_space<D>(shared, warp);
-  T* const p_weights = static_cast<T*>(ws.weights);
-  T* const ds_weights = static_cast<T*>(ws.dweights);
-  const int r = lane / 2, half = lane % 2;
+  const int g = lane / 4, t = lane % 4;
 
-  const std::int64_t group = blockIdx.x / tiles_of(p.kv_len), b = group / p.kv_heads, kv = group % p.kv_heads;
+  const std::int64_t group = blockIdx.x / tiles_of(p.kv_len);  // b * kv_heads + key/value head
+  const std::int64_t b = group / p.kv_heads, kv = group % p.kv_heads;
   const std::int64_t j0 = static_cast<std::int64_t>(blockIdx.x % tiles_of(p.kv_len)) * kRows;
-  const int rows = static_cast<int>(std::min<std::int64_t>(kRows, p.kv_len - j0));
-  load_rows<T, D>(k_tile, static_cast<const T*>(p.k), group * p.kv_len + j0, rows);
-  load_rows<T, D>(v_tile, static_cast<const T*>(p.v), group * p.kv_len + j0, rows);
-
-  const std::int64_t j = j0 + 16 * warp + r;
-  const float score_scale = static_cast<float>(p.scale) * kLog2e;
+  const int n_keys = static_cast<int>(std::min<std::int64_t>(kRows, p.kv_len - j0));
+  const std::int64_t group_heads = p.heads / p.kv_heads;
   // Causal: query rows below j0 see none of these keys.
   const std::int64_t first_query = p.causal ? std::min(j0, p.q_len) / kRows * kRows : 0;
-  const std::int64_t group_heads = p.heads / p.kv_heads;
-  __syncthreads();  // the key and value tiles are written
-  const OwnRows<T, D> own_keys(k_tile + 16 * warp * kPitch<D>), own_values(v_tile + 16 * warp * kPitch<D>);
-  Acc grad_k[D / 16];
-  zero<D>(grad_k);
-  if constexpr (kDvInShared<D>) {
-    for (int e = lane; e < 16 * kScratchPitch<D>; e += 32) ws.dv_sums[e] = 0;
-  }
-  Acc grad_v[kDvInShared<D> ? 1 : D / 16];
-  if constexpr (!kDvInShared<D>) zero<D>(grad_v);
-
-  for (std::int64_t g = 0; g < group_heads; ++g) {
-    const std::int64_t bh = b * p.heads + kv * group_heads + g;
-    for (std::int64_t i0 = first_query; i0 < p.q_len; i0 += kRows) {
-      const int n = static_cast<int>(std::min<std::int64_t>(kRows, p.q_len - i0));
-      __syncthreads();
-      load_rows<T, D>(q_tile, static_cast<const T*>(p.q), bh * p.q_len + i0, n);
-      load_rows<T, D>(go_tile, grad_out, bh * p.q_len + i0, n);
-      for (int t = static_cast<int>(threadIdx.x); t < kRows; t += kThreads) {
-        tile_lse[t] = t < n ? lse[bh * p.q_len + i0 + t] * kLog2e : -kInf;
-        tile_delta[t] = t < n ? delta[bh * p.q_len + i0 + t] : 0.0f;
-      }
-      __syncthreads();
-      pair_products<T, D>(ws.scores, own_keys, q_tile);
-      pair_products<T, D>(ws.dots, own_values, go_tile);
-      __syncwarp();
-      const float* s = ws.scores + r * kScratchPitch<D> + half * 32;
-      const float* dp = ws.dots + r * kScratchPitch<D> + half * 32;
-      T* const pw = p_weights + r * kWeightPitch + half * 32;
-      T* const dw = ds_weights + r * kWeightPitch + half * 32;
-#pragma unroll 8
-      for (int c = 0; c < 32; ++c) {
-        const int q = half * 32 + c;
-        const std::int64_t i = i0 + q;
-        const bool kept = j < p.kv_len && q < n && tile_lse[q] != -kInf && (!p.causal || j <= i);
-        const float weight = kept ? exp2f(s[c] * score_scale - tile_lse[q]) : 0.0f;
-        pw[c] = convert<T>(weight);
-        dw[c] = convert<T>(kept ? weight * (dp[c] - tile_delta[q]) : 0.0f);
-      }
-      __syncwarp();
-      if constexpr (kDvInShared<D>) add_weighted_rows_in_place<T, D>(ws.dv_sums, p_weights, go_tile);
-      else add_weighted_rows<T, D>(grad_v, p_weights, go_tile);
-      add_weighted_rows<T, D>(grad_k, ds_weights, q_tile);
+  const int query_tiles = static_cast<int>(tiles_of(p.q_len) - first_query / kRows);
+  const int steps = static_cast<int>(group_heads) * query_tiles;
+  auto query_rows = [&](int step) { return first_query + static_cast<std::int64_t>(step % query_tiles) * kRows; };
+  auto load_queries = [&](int step) {
+    const std::int64_t h = kv * group_heads + step / query_tiles, bh = b * p.heads + h, i0 = query_rows(step);
+    const int n = static_cast<int>(std::min<std::int64_t>(kRows, p.q_len - i0));
+    std::uint16_t* stage = stages + (step % 2) * 2 * kTileElements<D>;
+    load_rows_async<D>(stage, row_of(static_cast<const std::uint16_t*>(p.q), p.q_rows, b, h, i0), p.q_rows.row, n);
+    load_rows_async<D>(stage + kTileElements<D>, row_of(grad_out, p.grad_out_rows, b, h, i0), p.grad_out_rows.row, n);
+    float* rows = stage_rows + (step % 2) * 2 * kRows;
+    for (int r = static_cast<int>(threadIdx.x); r < kRows; r += kThreads) {
+      rows[r] = r < n ? lse[bh * p.q_len + i0 + r] * kLog2e : -kInf;
+      rows[kRows + r] = r < n ? delta[bh * p.q_len + i0 + r] : 0.0f;
     }
+  };
+  load_rows_async<D>(k_tile, row_of(static_cast<const std::uint16_t*>(p.k), p.k_rows, b, kv, j0), p.k_rows.row, n_keys);
+  load_rows_async<D>(v_tile, row_of(static_cast<const std::uint16_t*>(p.v), p.v_rows, b, kv, j0), p.v_rows.row, n_keys);
+  cp_async_commit();
+  if (steps > 0) load_queries(0);
+  cp_async_commit();
+  cp_async_wait<1>();  // the key and value tiles have arrived
+  __syncthreads();
+
+  const float score_scale = static_cast<float>(p.scale) * kLog2e;
+  const OwnRows<D, kHoldOwn<D>> own_keys(k_tile, warp), own_values(v_tile, warp);
+  FragC grad_k[D / 8], grad_v[D / 8];
+  zero(grad_k);
+  zero(grad_v);
+  std::int64_t key_row[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) key_row[r] = j0 + 16 * warp + g + 8 * r;
+
+  for (int step = 0; step < steps; ++step) {
+    if (step + 1 < steps) load_queries(step + 1);
+    cp_async_commit();
+    cp_async_wait<1>();  // this step's tiles have arrived
+    __syncthreads();
+    const std::uint16_t* q_tile = stages + (step % 2) * 2 * kTileElements<D>;
+    const std::uint16_t* go_tile = q_tile + kTileElements<D>;
+    const float* tile_lse = stage_rows + (step % 2) * 2 * kRows;
+    const float* tile_delta = tile_lse + kRows;
+    const std::int64_t i0 = query_rows(step);
+#pragma unroll 1
+    for (int c0 = 0; c0 < kRows; c0 += kQueryColumns<D>) {
+      constexpr int N = kQueryColumns<D>;
+      const std::uint16_t* queries = q_tile + c0 * kPitch<D>;
+      const std::uint16_t* grads = go_tile + c0 * kPitch<D>;
+      FragC s[N / 8], dp[N / 8];  // s^T and dP^T: own key rows, query columns c0..
+      zero(s);
+      zero(dp);
+      add_row_products<T, D, N>(s, own_keys, queries);
+      add_row_products<T, D, N>(dp, own_values, grads);
+#pragma unroll
+      for (int n = 0; n < N / 8; ++n)
+#pragma unroll
+        for (int c = 0; c < 4; ++c) {
+          const int q = c0 + 8 * n + 2 * t + c % 2;
+          const std::int64_t j = key_row[c / 2];
+          const float row_lse = tile_lse[q];
+          const bool kept = row_lse != -kInf && j < p.kv_len && (!p.causal || j <= i0 + q);
+          const float weight = kept ? exp2f(s[n].x[c] * score_scale - row_lse) : 0.0f;
+          s[n].x[c] = weight;
+          dp[n].x[c] = weight * (dp[n].x[c] - tile_delta[q]);  // ds
+        }
+      add_weighted_rows<T, D, N>(grad_v, s, grads);
+      add_weighted_rows<T, D, N>(grad_k, dp, queries);
+    }
+    __syncthreads();  // this stage has been read before the next iteration refills it
   }
-  const bool in_range = j < p.kv_len;
-  store<D>(ws.scores, grad_k);
-  __syncwarp();
-  if (in_range) write_row_half<T, D>(dk + group * p.kv_len * D, j, ws.scores, r, half, static_cast<float>(p.scale));
-  __syncwarp();
-  const float* dv_sums = ws.dv_sums;
-  if constexpr (!kDvInShared<D>) {
-    store<D>(ws.scores, grad_v);
-    dv_sums = ws.scores;
-  }
-  __syncwarp();
-  if (in_range) write_row_half<T, D>(dv + group * p.kv_len * D, j, dv_sums, r, half, 1.0f);
+  const std::int64_t first = j0 + 16 * warp;
+  store_rows<T, D>(row_of(dk, p.dk_rows, b, kv, first), p.dk_rows.row, p.kv_len - first, grad_k,
+                   static_cast<float>(p.scale), k_tile, warp);
+  store_rows<T, D>(row_of(dv, p.dv_rows, b, kv, first), p.dv_rows.row, p.kv_len - first, grad_v, 1.0f, v_tile, warp);
 }
 
 }  // namespace
@@ -214,6 +237,10 @@ __global__ void __launch_bounds__(kThreads, 1) mma_dkv_kernel(AttentionProblem p
 bool attention_backward_mma(void* dq, void* dk, void* dv, void* delta, const void* grad_out, const void* out,
                             const void* lse, const AttentionProblem& p, const char* op) {
   if (!attention_runs_in_16_bit(p)) return false;
+  if (!rows_aligned(p.q, p.q_rows) || !rows_aligned(p.k, p.k_rows) || !rows_aligned(p.v, p.v_rows) ||
+      !rows_aligned(out, p.out_rows) || !rows_aligned(grad_out, p.grad_out_rows) || !rows_aligned(dq, p.dq_rows) ||
+      !rows_aligned(dk, p.dk_rows) || !rows_aligned(dv, p.dv_rows))
+    throw CudaError(std::string(op) + ": the tensor-core kernels need 16-byte aligned rows");
   with_head_dim(p.head_dim, [&]<int D>() {
     visit_16_bit(p.type, [&](auto zero_value) {
       using T = decltype(zero_value);

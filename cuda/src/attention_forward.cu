@@ -93,11 +93,20 @@ bool attention_runs_in_16_bit(const AttentionProblem& p) {
   return sixteen_bit && head_dim && p.value_dim == p.head_dim && p.mask == nullptr && p.dropout_p == 0;
 }
 
+void detail::require_contiguous(const AttentionProblem& p, bool backward, const char* op) {
+  const RowLayout q = contiguous_rows(p.heads, p.q_len, p.head_dim), k = contiguous_rows(p.kv_heads, p.kv_len, p.head_dim),
+                  v = contiguous_rows(p.kv_heads, p.kv_len, p.value_dim), o = contiguous_rows(p.heads, p.q_len, p.value_dim);
+  bool ok = p.q_rows == q && p.k_rows == k && p.v_rows == v && p.out_rows == o;
+  if (backward) ok = ok && p.grad_out_rows == o && p.dq_rows == q && p.dk_rows == k && p.dv_rows == v;
+  if (!ok) throw CudaError(std::string(op) + ": this problem's kernel needs contiguous (B, H, T, D) operands");
+}
+
 void attention_forward(void* out, void* lse, const AttentionProblem& p, int device) {
   constexpr const char* op = "scaled_dot_product_attention";
   if (p.batch == 0 || p.heads == 0 || p.q_len == 0) return;
   use_device(device);
   if (attention_forward_mma(out, lse, p, op)) return after_launch(op, {static_cast<int>(p.type), 2});
+  detail::require_contiguous(p, false, op);
   if (attention_forward_tiled(out, lse, p, op)) return after_launch(op, {static_cast<int>(p.type), 1});
   visit_attention_type(p.type, op, [&](auto zero) {
     using T = decltype(zero);

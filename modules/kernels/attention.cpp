@@ -51,6 +51,20 @@ bool runs_in_16_bit(const Tensor& q, const Tensor& v, const Tensor& mask, const 
          !mask.defined() && params.dropout_p == 0 && v.shape()[3] == d && (d == 16 || d == 32 || d == 64 || d == 128);
 }
 
+// An operand of the tensor-core kernels as it is when its rows are contiguous and 16-byte
+// aligned (so a (B, T, H, D) view is read in place), else a contiguous copy.
+Tensor rows_in_place(const Tensor& t) {
+  bool aligned = t.strides()[3] == 1 && reinterpret_cast<std::uintptr_t>(t.data_ptr()) % 16 == 0;
+  for (int d = 0; d < 3; ++d) aligned = aligned && (t.shape()[d] == 1 || t.strides()[d] % 8 == 0);
+  return aligned ? t : t.contiguous();
+}
+
+// An uninitialised (B, H, T, D) tensor laid out as (B, T, H, D): the tensor-core kernels'
+// outputs, whose heads then merge into (B, T, H D) without a copy.
+Tensor heads_interleaved(const Shape& shape, const Tensor& like) {
+  return empty({shape[0], shape[2], shape[1], shape[3]}, {.dtype = like.dtype(), .device = like.device()}).transpose(1, 2);
+}
+
 // The dtype the kernels compute in: float64 stays, 16-bit inputs run in float32 unless a
 // kernel takes them as they are.
 DataType compute_type(const Tensor& q, const Tensor& v, const Tensor& mask, const AttentionParams& params) {
@@ -64,12 +78,18 @@ AttentionResult attention_forward(const Tensor& q, const Tensor& k, const Tensor
                                   const AttentionParams& params) {
   NoGradGuard no_grad;
   check(q, k, v);
+  const auto& qs = q.shape();
+  const Tensor lse = empty({qs[0], qs[1], qs[2]}, {.dtype = q.dtype() == kFloat64 ? kFloat64 : kFloat32, .device = q.device()});
+  if (runs_in_16_bit(q, v, mask, params)) {
+    const AttentionResult r{heads_interleaved(q.shape(), q), lse};
+    KernelTable<AttentionForwardKernel>::call(q.device(), r.out, r.lse, rows_in_place(q), rows_in_place(k),
+                                              rows_in_place(v), mask, params);
+    return r;
+  }
   const DataType t = compute_type(q, v, mask, params);
   const Tensor qc = q.to(t).contiguous(), kc = k.to(t).contiguous(), vc = v.to(t).contiguous();
   const Tensor m = expand_mask(mask.defined() && mask.dtype() != kBool ? mask.to(t) : mask, qc, kc);
-  const auto& qs = q.shape();
-  AttentionResult r{empty({qs[0], qs[1], qs[2], v.shape()[3]}, {.dtype = t, .device = q.device()}),
-                    empty({qs[0], qs[1], qs[2]}, {.dtype = t == kFloat64 ? t : kFloat32, .device = q.device()})};
+  AttentionResult r{empty({qs[0], qs[1], qs[2], v.shape()[3]}, {.dtype = t, .device = q.device()}), lse};
   KernelTable<AttentionForwardKernel>::call(q.device(), r.out, r.lse, qc, kc, vc, m, params);
   if (t != q.dtype()) r.out = r.out.to(q.dtype());
   return r;
@@ -79,6 +99,14 @@ AttentionGrads attention_backward(const Tensor& grad_out, const Tensor& q, const
                                   const Tensor& out, const Tensor& lse, const Tensor& mask,
                                   const AttentionParams& params) {
   NoGradGuard no_grad;
+  if (runs_in_16_bit(q, v, mask, params)) {  // every gradient row is written
+    const AttentionGrads g{heads_interleaved(q.shape(), q), heads_interleaved(k.shape(), k),
+                           heads_interleaved(v.shape(), v)};
+    KernelTable<AttentionBackwardKernel>::call(q.device(), g.dq, g.dk, g.dv, rows_in_place(grad_out),
+                                               rows_in_place(q), rows_in_place(k), rows_in_place(v),
+                                               rows_in_place(out), lse, mask, params);
+    return g;
+  }
   const DataType t = compute_type(q, v, mask, params);
   const Tensor qc = q.to(t).contiguous(), kc = k.to(t).contiguous(), vc = v.to(t).contiguous();
   const Tensor m = expand_mask(mask.defined() && mask.dtype() != kBool ? mask.to(t) : mask, qc, kc);

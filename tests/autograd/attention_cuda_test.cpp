@@ -24,14 +24,23 @@ struct Outcome {
   Tensor out, dq, dk, dv;  // on the CPU, float64
 };
 
-// Output and gradients of sum(out * weights) for inputs q, k, v of `dtype` on `device`.
-Outcome attention_run(const TensorList& inputs, const Tensor& weights, bool causal, Device device, DataType dtype) {
-  TensorList leaves;
-  for (const Tensor& t : inputs) leaves.push_back(t.to(dtype).to(device).detach().requires_grad_());
-  const Tensor out = scaled_dot_product_attention(leaves[0], leaves[1], leaves[2], {}, 0.0, causal);
+// Output and gradients of sum(out * weights) for inputs q, k, v (B, H, T, D) of `dtype` on
+// `device`; with `interleaved` the leaves are (B, T, H, D) and attention reads their
+// transposed views in place (as GPT-2's heads are).
+Outcome attention_run(const TensorList& inputs, const Tensor& weights, bool causal, Device device, DataType dtype,
+                      bool interleaved = false) {
+  TensorList leaves, views;
+  for (const Tensor& t : inputs) {
+    Tensor moved = t.to(dtype).to(device).detach();
+    if (interleaved) moved = moved.transpose(1, 2).contiguous();
+    leaves.push_back(moved.requires_grad_());
+    views.push_back(interleaved ? leaves.back().transpose(1, 2) : leaves.back());
+  }
+  const Tensor out = scaled_dot_product_attention(views[0], views[1], views[2], {}, 0.0, causal);
   out.backward(weights.to(dtype).to(device));
   auto host = [](const Tensor& t) { return t.detach().to(Device::cpu()).to(kFloat64); };
-  return {host(out), host(leaves[0].grad()), host(leaves[1].grad()), host(leaves[2].grad())};
+  auto grad = [&](int i) { return host(interleaved ? leaves[i].grad().transpose(1, 2) : leaves[i].grad()); };
+  return {host(out), grad(0), grad(1), grad(2)};
 }
 
 // max |got - want| over max |want|: errors relative to the tensor's scale.
@@ -89,6 +98,13 @@ TEST(AttentionCuda, TensorCoreKernelsMatchFloat64OnTheSameRoundedInputs) {
       expect_identical(again.dq, got.dq, where + " second run dq");
       expect_identical(again.dk, got.dk, where + " second run dk");
       expect_identical(again.dv, got.dv, where + " second run dv");
+
+      // (B, T, H, D) inputs read in place give the same bits.
+      const Outcome in_place = attention_run(inputs, weights, p.causal, Device::cuda(0), dtype, true);
+      expect_identical(in_place.out, got.out, where + " in place out");
+      expect_identical(in_place.dq, got.dq, where + " in place dq");
+      expect_identical(in_place.dk, got.dk, where + " in place dk");
+      expect_identical(in_place.dv, got.dv, where + " in place dv");
     }
 }
 
