@@ -94,8 +94,10 @@ bool attention_runs_in_16_bit(const AttentionProblem& p) {
 }
 
 void detail::require_contiguous(const AttentionProblem& p, bool backward, const char* op) {
-  const RowLayout q = contiguous_rows(p.heads, p.q_len, p.head_dim), k = contiguous_rows(p.kv_heads, p.kv_len, p.head_dim),
-                  v = contiguous_rows(p.kv_heads, p.kv_len, p.value_dim), o = contiguous_rows(p.heads, p.q_len, p.value_dim);
+  const RowLayout q = contiguous_rows(p.heads, p.q_len, p.head_dim);
+  const RowLayout k = contiguous_rows(p.kv_heads, p.kv_len, p.head_dim);
+  const RowLayout v = contiguous_rows(p.kv_heads, p.kv_len, p.value_dim);
+  const RowLayout o = contiguous_rows(p.heads, p.q_len, p.value_dim);
   bool ok = p.q_rows == q && p.k_rows == k && p.v_rows == v && p.out_rows == o;
   if (backward) ok = ok && p.grad_out_rows == o && p.dq_rows == q && p.dk_rows == k && p.dv_rows == v;
   if (!ok) throw CudaError(std::string(op) + ": this problem's kernel needs contiguous (B, H, T, D) operands");

@@ -232,7 +232,8 @@ __device__ void store_rows(T* dst, std::int64_t stride, std::int64_t count, cons
   for (int e = lane; e < 16 * kPieces; e += 32) {
     const int r = e / kPieces, c = e % kPieces;
     if (r < count)
-      *reinterpret_cast<uint4*>(dst + r * stride + c * 8) = *reinterpret_cast<const uint4*>(own + r * kPitch<D> + c * 8);
+      *reinterpret_cast<uint4*>(dst + r * stride + c * 8) =
+          *reinterpret_cast<const uint4*>(own + r * kPitch<D> + c * 8);
   }
 }
 

@@ -79,18 +79,20 @@ __global__ void forward_kernel(CrossEntropyRows r, C* loss, double* lse, unsigne
   }
 }
 
-// Row i of grad = g (exp(x - lse) - one_hot(target)), 0 for ignored/out-of-range targets,
-// computed in C (grad_loss is C) and rounded once into T. The products are rounded before
+// Row i of grad (width columns) = g (exp(x - lse) - one_hot(target)), 0 for ignored/out-of-range
+// targets and in the padding columns from r.classes on, computed in C (grad_loss is C) and
+// rounded once into T. The products are rounded before
 // the one-hot subtraction (no fused multiply-add), as on the CPU.
 template <class T, class C = detail::compute_t<T>>
-__global__ void backward_kernel(CrossEntropyRows r, T* grad, const C* grad_loss, const double* lse) {
+__global__ void backward_kernel(CrossEntropyRows r, std::int64_t width, T* grad, const C* grad_loss,
+                                const double* lse) {
   for (std::int64_t i = blockIdx.x; i < r.rows; i += gridDim.x) {
-    T* out = grad + i * r.classes;
+    T* out = grad + i * width;
     const std::int64_t c = r.target[i];
-    if (c == r.ignore_index || c < 0 || c >= r.classes) {
-      for (std::int64_t j = threadIdx.x; j < r.classes; j += kRowThreads) out[j] = detail::convert<T>(C(0));
-      continue;
-    }
+    const bool counted = c != r.ignore_index && c >= 0 && c < r.classes;
+    for (std::int64_t j = (counted ? r.classes : 0) + threadIdx.x; j < width; j += kRowThreads)
+      out[j] = detail::convert<T>(C(0));
+    if (!counted) continue;
     const T* x = static_cast<const T*>(r.logits) + i * r.row_stride;
     const C g = grad_loss[i];
     const double l = lse[i];
@@ -145,14 +147,14 @@ BadTarget cross_entropy_forward(void* loss, double* lse, const CrossEntropyRows&
   return result;
 }
 
-void cross_entropy_backward(void* grad_logits, const void* grad_loss, const double* lse, const CrossEntropyRows& rows,
-                            int device) {
-  if (rows.rows == 0 || rows.classes == 0) return;
+void cross_entropy_backward(void* grad_logits, std::int64_t width, const void* grad_loss, const double* lse,
+                            const CrossEntropyRows& rows, int device) {
+  if (rows.rows == 0 || width == 0) return;
   detail::use_device(device);
   detail::visit_floating(rows.type, "cross_entropy_backward", [&](auto tag) {
     using T = typename decltype(tag)::type;
     backward_kernel<T><<<row_blocks(rows.rows), kRowThreads, 0, detail::stream()>>>(
-        rows, static_cast<T*>(grad_logits), static_cast<const detail::compute_t<T>*>(grad_loss), lse);
+        rows, width, static_cast<T*>(grad_logits), static_cast<const detail::compute_t<T>*>(grad_loss), lse);
   });
   detail::after_launch("cross_entropy_backward");
 }

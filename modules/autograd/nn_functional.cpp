@@ -103,26 +103,33 @@ bool fused_cross_entropy_applies(const Tensor& input, const Tensor& target, cons
          !options.weight && options.label_smoothing == 0;
 }
 
-// cross_entropy through the fused kernel (see fused_cross_entropy_applies). 16-bit logits
-// are computed in float32 (rows of float32 loss, the gradient rounded once into the logits'
-// dtype); the result is returned in `result_dtype`. The backward is the kernel's
-// (softmax - one-hot) rows, or the same formula in differentiable ops when the gradient
-// needs a graph (create_graph).
+// cross_entropy through the fused kernel (see fused_cross_entropy_applies) over the first
+// `classes` columns of the input, whose further columns are padding (no probability, zero
+// gradient). 16-bit logits are computed in float32 (rows of float32 loss, the gradient rounded
+// once into the logits' dtype); the result is returned in `result_dtype`. The backward is the
+// kernel's (softmax - one-hot) rows, or the same formula in differentiable ops when the
+// gradient needs a graph (create_graph).
 Tensor fused_cross_entropy(const Tensor& input, const Tensor& target, const CrossEntropyOptions& options,
-                           DataType result_dtype) {
+                           DataType result_dtype, std::int64_t classes) {
   const bool unbatched = input.dim() == 1;
-  const Tensor logits = unbatched ? input.unsqueeze(0) : input;  // (N, C)
+  const Tensor padded = unbatched ? input.unsqueeze(0) : input;  // (N, Cp)
+  const std::int64_t width = padded.shape()[1];
+  const Tensor logits = classes < width ? padded.narrow(1, 0, classes) : padded;  // (N, C), read in place
   const Tensor t = (unbatched ? target.reshape({1}) : target).to(kInt64);
   const std::int64_t ignore = options.ignore_index;
   auto [rows, lse] = kernels::cross_entropy_forward(logits, t, ignore);
-  record("cross_entropy", {logits}, {rows}, {logits, lse, t}, [ignore](const TensorList& g, const TensorList& s) {
+  record("cross_entropy", {padded}, {rows}, {logits, lse, t}, [ignore, width](const TensorList& g, const TensorList& s) {
     if (!g[0].defined()) return TensorList{Tensor()};
-    if (!GradMode::is_enabled()) return TensorList{kernels::cross_entropy_backward(g[0], s[0], s[1], s[2], ignore)};
+    if (!GradMode::is_enabled())
+      return TensorList{kernels::cross_entropy_backward(g[0], s[0], s[1], s[2], ignore, width)};
     const Tensor x = s[0].to(g[0].dtype());  // the loss's dtype: float32 for 16-bit logits
-    const Tensor classes = arange(x.shape()[1], {.dtype = kInt64, .device = x.device()}).unsqueeze(0);
+    const std::int64_t n = x.shape()[0], c = x.shape()[1];
+    const Tensor classes = arange(c, {.dtype = kInt64, .device = x.device()}).unsqueeze(0);
     const Tensor onehot = eq(s[2].unsqueeze(1), classes).to(x.dtype());
     const Tensor row_grad = mul(g[0], ne(s[2], ignore).to(x.dtype())).unsqueeze(1);  // (N, 1)
-    return TensorList{mul(sub(softmax(x, 1), onehot), row_grad).to(s[0].dtype())};
+    Tensor grad = mul(sub(softmax(x, 1), onehot), row_grad);
+    if (width > c) grad = cat({grad, zeros({n, width - c}, {.dtype = grad.dtype(), .device = grad.device()})}, 1);
+    return TensorList{grad.to(s[0].dtype())};
   });
   Tensor loss = rows;
   switch (options.reduction) {
@@ -250,7 +257,7 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const CrossEntro
     // The fused kernel reads 16-bit logits as they are and computes in float32: the float32
     // result of casting them first, without float32 copies of the logits and their gradient.
     if (fused_cross_entropy_applies(input, target, options) && input.dtype() != kFloat64)
-      return fused_cross_entropy(input, target, options, kFloat32);
+      return fused_cross_entropy(input, target, options, kFloat32, input.shape().back());
     return cross_entropy(cast(input), cast(target), float32_options(cast, options));
   }
   check_floating("cross_entropy", input);
@@ -258,7 +265,7 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const CrossEntro
   if (options.label_smoothing < 0 || options.label_smoothing > 1)
     throw Error("cross_entropy", concat("label_smoothing must be in [0, 1], got ", options.label_smoothing));
   if (fused_cross_entropy_applies(input, target, options))
-    return fused_cross_entropy(input, target, options, input.dtype());
+    return fused_cross_entropy(input, target, options, input.dtype(), input.shape().back());
   const std::int64_t class_dim = input.dim() == 1 ? 0 : 1;
   const Tensor logp = log_softmax(input, class_dim);
   const std::int64_t classes = input.shape()[class_dim];
@@ -308,6 +315,20 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const CrossEntro
     case Reduction::BatchMean: reject_batch_mean("cross_entropy");
   }
   return add(mul(nll, 1 - eps), mul(smooth_reduced, eps / static_cast<double>(classes)));
+}
+
+Tensor padded_cross_entropy(const Tensor& input, const Tensor& target, std::int64_t classes,
+                            const CrossEntropyOptions& options) {
+  constexpr auto op = "padded_cross_entropy";
+  if (input.dim() != 2) throw ShapeError(op, concat("expected logits (N, Cp), got shape ", input.shape()));
+  if (classes < 1 || classes > input.shape()[1])
+    throw Error(op, concat("classes must be in [1, ", input.shape()[1], "] for logits of shape ", input.shape(),
+                           ", got ", classes));
+  if (!fused_cross_entropy_applies(input, target, options))  // the same result, through a slice
+    return cross_entropy(input.narrow(1, 0, classes), target, options);
+  if (const AutocastRegion cast(CastPolicy::kFloat32, input); cast && input.dtype() != kFloat64)
+    return fused_cross_entropy(input, target, options, kFloat32, classes);
+  return fused_cross_entropy(input, target, options, input.dtype(), classes);
 }
 
 Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) {

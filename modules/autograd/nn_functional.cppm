@@ -35,6 +35,12 @@ struct CrossEntropyOptions {
 // input (N, C) or (N, C, d1, ...) logits, or (C) for one sample. target: int64 class
 // indices (N) / (N, d1, ...), or float class probabilities of input's shape.
 Tensor cross_entropy(const Tensor& input, const Tensor& target, const CrossEntropyOptions& options = {});
+// cross_entropy(input.narrow(1, 0, classes), target, options) for logits input (N, Cp) whose
+// columns from `classes` on are padding (a vocabulary padded to a round width, as llm.c's
+// Vp): the logits are read in place and their gradient (N, Cp), zero in the padding, is
+// written once, with no sliced copy and no zero-filled (N, Cp) scatter.
+Tensor padded_cross_entropy(const Tensor& input, const Tensor& target, std::int64_t classes,
+                            const CrossEntropyOptions& options = {});
 // input: log-probabilities (N, C, ...); target: int64 class indices.
 Tensor nll_loss(const Tensor& input, const Tensor& target, const CrossEntropyOptions& options = {});
 

@@ -62,7 +62,8 @@ Tensor rows_in_place(const Tensor& t) {
 // An uninitialised (B, H, T, D) tensor laid out as (B, T, H, D): the tensor-core kernels'
 // outputs, whose heads then merge into (B, T, H D) without a copy.
 Tensor heads_interleaved(const Shape& shape, const Tensor& like) {
-  return empty({shape[0], shape[2], shape[1], shape[3]}, {.dtype = like.dtype(), .device = like.device()}).transpose(1, 2);
+  const Shape interleaved{shape[0], shape[2], shape[1], shape[3]};
+  return empty(interleaved, {.dtype = like.dtype(), .device = like.device()}).transpose(1, 2);
 }
 
 // The dtype the kernels compute in: float64 stays, 16-bit inputs run in float32 unless a
@@ -79,7 +80,8 @@ AttentionResult attention_forward(const Tensor& q, const Tensor& k, const Tensor
   NoGradGuard no_grad;
   check(q, k, v);
   const auto& qs = q.shape();
-  const Tensor lse = empty({qs[0], qs[1], qs[2]}, {.dtype = q.dtype() == kFloat64 ? kFloat64 : kFloat32, .device = q.device()});
+  const DataType lse_type = q.dtype() == kFloat64 ? kFloat64 : kFloat32;
+  const Tensor lse = empty({qs[0], qs[1], qs[2]}, {.dtype = lse_type, .device = q.device()});
   if (runs_in_16_bit(q, v, mask, params)) {
     const AttentionResult r{heads_interleaved(q.shape(), q), lse};
     KernelTable<AttentionForwardKernel>::call(q.device(), r.out, r.lse, rows_in_place(q), rows_in_place(k),

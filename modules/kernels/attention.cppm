@@ -23,14 +23,17 @@ struct AttentionParams {
 };
 
 // q, k, v contiguous float32/64, or bfloat16/float16 where a kernel takes them as they are (on
-// CUDA: no mask, no dropout, D = Dv of 16, 32, 64 or 128); out (B, H, Tq, Dv) of q's dtype and
-// lse (B, H, Tq), float32 for 16-bit q, written by the kernel.
+// CUDA: no mask, no dropout, D = Dv of 16, 32, 64 or 128; those kernels read any layout whose
+// rows are contiguous and 16-byte aligned, such as (B, T, H, D) heads in place); out
+// (B, H, Tq, Dv) of q's dtype (for the 16-bit CUDA kernels laid out as (B, Tq, H, Dv), so the
+// heads merge without a copy) and lse (B, H, Tq), float32 for 16-bit q, written by the kernel.
 struct AttentionForwardKernel {
   static constexpr std::string_view name = "scaled_dot_product_attention";
   using Fn = void (*)(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v,
                       const Tensor& mask, const AttentionParams& params);
 };
-// dq, dk, dv (shaped like q, k, v, zero-initialised by the caller) from the output gradient.
+// dq, dk, dv (shaped like q, k, v; zero-initialised by the caller, except for the 16-bit CUDA
+// kernels, which write every row, in the (B, T, H, D) layout) from the output gradient.
 struct AttentionBackwardKernel {
   static constexpr std::string_view name = "scaled_dot_product_attention_backward";
   using Fn = void (*)(const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& grad_out,
@@ -45,8 +48,8 @@ struct AttentionResult {
   Tensor lse;  // (B, H, Tq)
 };
 // Checks shapes/dtypes/devices (errors name "scaled_dot_product_attention"), makes the
-// inputs contiguous (and 16-bit inputs float32 unless a kernel takes them) and runs the
-// forward kernel.
+// inputs contiguous where the kernel needs it (and 16-bit inputs float32 unless a kernel
+// takes them) and runs the forward kernel.
 AttentionResult attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask,
                                   const AttentionParams& params);
 struct AttentionGrads {

@@ -45,14 +45,17 @@ CrossEntropyRows cross_entropy_forward(const Tensor& logits, const Tensor& targe
 }
 
 Tensor cross_entropy_backward(const Tensor& grad_loss, const Tensor& logits, const Tensor& lse, const Tensor& target,
-                              std::int64_t ignore_index) {
+                              std::int64_t ignore_index, std::int64_t padded_classes) {
   NoGradGuard no_grad;
   check(logits, target);
   if (grad_loss.shape() != target.shape() || lse.shape() != target.shape())
     throw ShapeError(kOp, concat("expected grad_loss and lse of shape ", target.shape(), ", got ", grad_loss.shape(),
                                  " and ", lse.shape()));
   if (lse.dtype() != kFloat64) throw DTypeError(kOp, concat("lse must be float64, got ", lse.dtype()));
-  Tensor grad = empty(logits.shape(), {.dtype = logits.dtype(), .device = logits.device()});
+  if (padded_classes < logits.shape()[1])
+    throw ShapeError(kOp, concat("padded_classes ", padded_classes, " is fewer than the logits' ", logits.shape()[1],
+                                 " classes"));
+  Tensor grad = empty({logits.shape()[0], padded_classes}, {.dtype = logits.dtype(), .device = logits.device()});
   KernelTable<CrossEntropyBackwardKernel>::call(logits.device(), grad, grad_loss.to(loss_dtype(logits)).contiguous(),
                                                 unit_class_stride(logits), lse.contiguous(), target.contiguous(),
                                                 ignore_index);

@@ -19,8 +19,10 @@ struct CrossEntropyForwardKernel {
   using Fn = void (*)(const Tensor& loss, const Tensor& lse, const Tensor& logits, const Tensor& target,
                       std::int64_t ignore_index);
 };
-// grad_logits (N, C) contiguous of the logits' dtype = grad_loss[i] * (exp(logits[i, c] -
-// lse[i]) - [c == target[i]]), rounded once; rows of ignored targets 0; grad_loss (N).
+// grad_logits (N, Cp) contiguous of the logits' dtype, Cp >= C: columns c < C get
+// grad_loss[i] * (exp(logits[i, c] - lse[i]) - [c == target[i]]), rounded once, columns from C
+// on (padding: a vocabulary padded past its C classes) 0; rows of ignored targets 0;
+// grad_loss (N).
 struct CrossEntropyBackwardKernel {
   static constexpr std::string_view name = "cross_entropy_backward";
   using Fn = void (*)(const Tensor& grad_logits, const Tensor& grad_loss, const Tensor& logits, const Tensor& lse,
@@ -35,9 +37,10 @@ struct CrossEntropyRows {
 };
 // Checks shapes/dtypes/devices (errors name "cross_entropy") and runs the forward kernel.
 CrossEntropyRows cross_entropy_forward(const Tensor& logits, const Tensor& target, std::int64_t ignore_index);
-// The logits' gradient (N, C) for the loss rows' gradient grad_loss (N).
+// The gradient (N, padded_classes) of logits (N, C) padded to padded_classes >= C columns
+// (the padding's gradient 0) for the loss rows' gradient grad_loss (N).
 Tensor cross_entropy_backward(const Tensor& grad_loss, const Tensor& logits, const Tensor& lse, const Tensor& target,
-                              std::int64_t ignore_index);
+                              std::int64_t ignore_index, std::int64_t padded_classes);
 
 }  // namespace kernels
 }  // namespace infini

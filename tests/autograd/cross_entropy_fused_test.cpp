@@ -2,7 +2,8 @@
 // no smoothing) against a naive float64 loop: values and gradients at a GPT-2 vocabulary
 // width, row-strided logits, ignore_index, infinite logits, empty batches, 16-bit logits
 // (computed in float32: the bits of casting them first), gradcheck and gradgradcheck, and
-// the errors of the kernel itself.
+// the errors of the kernel itself; and padded_cross_entropy (padding columns read in place,
+// their gradient 0) against the sliced cross_entropy, on the CPU and on a GPU.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -168,6 +169,102 @@ TEST(CrossEntropyFused, OutOfRangeTargetsNameTheRow) {
   expect_error([&] { kernels::cross_entropy_forward(x, zeros({2}, {.dtype = kInt64}), -100); }, "cross_entropy",
                "[2]");
   expect_error([&] { kernels::cross_entropy_forward(x, zeros({3}), -100); }, "cross_entropy", "int64");
+}
+
+// Logits (5, 12) of which the first 9 columns are classes, one target ignored.
+struct PaddedCase {
+  Tensor wide = sample({5, 12}, -3, 3, 41).requires_grad_();
+  Tensor target = from_vector<std::int64_t>({8, 0, -100, 4, 7});
+  static constexpr std::int64_t kClasses = 9;
+};
+
+TEST(PaddedCrossEntropy, EqualsTheSlicedLossWithZeroPaddingGradients) {
+  for (Reduction r : {Reduction::Mean, Reduction::Sum, Reduction::None}) {
+    const PaddedCase c;
+    const Tensor sliced_wide = c.wide.detach().clone().requires_grad_();
+    const Tensor padded = padded_cross_entropy(c.wide, c.target, c.kClasses, {.reduction = r});
+    const Tensor sliced = cross_entropy(sliced_wide.narrow(1, 0, c.kClasses), c.target, {.reduction = r});
+    EXPECT_EQ(values(padded), values(sliced));
+    sum(padded).backward();
+    sum(sliced).backward();
+    EXPECT_EQ(values(c.wide.grad()), values(sliced_wide.grad()));  // padding columns 0 in both
+
+    const Reference ref = reference(values(c.wide.detach().narrow(1, 0, c.kClasses).contiguous()), 5, c.kClasses,
+                                    {8, 0, -100, 4, 7}, -100);
+    const double scale = r == Reduction::Mean ? 0.25 : 1.0;  // 4 counted rows
+    const auto grad = values(c.wide.grad());
+    for (std::int64_t i = 0; i < 5; ++i)
+      for (std::int64_t k = 0; k < 12; ++k)
+        ASSERT_NEAR(grad[i * 12 + k], k < c.kClasses ? ref.grad[i * c.kClasses + k] * scale : 0.0, 1e-12);
+  }
+}
+
+TEST(PaddedCrossEntropy, GradcheckAndGradgradcheck) {
+  const PaddedCase c;
+  auto fn = [&](const TensorList& in) { return TensorList{padded_cross_entropy(in[0], c.target, c.kClasses)}; };
+  const auto first = gradcheck(fn, {c.wide});
+  EXPECT_TRUE(first.ok) << first.message;
+  const auto second = gradgradcheck(fn, {c.wide});
+  EXPECT_TRUE(second.ok) << second.message;
+}
+
+TEST(PaddedCrossEntropy, SixteenBitLogitsUnderAutocastGiveTheSlicedBits) {
+  const PaddedCase c;
+  const Tensor wide = c.wide.detach().to(kBFloat16).requires_grad_();
+  const Tensor sliced_wide = wide.detach().clone().requires_grad_();
+  Tensor padded, sliced;
+  {
+    AutocastGuard autocast(DeviceType::CPU, kBFloat16);
+    padded = padded_cross_entropy(wide, c.target, c.kClasses);
+    sliced = cross_entropy(sliced_wide.narrow(1, 0, c.kClasses), c.target);
+  }
+  ASSERT_EQ(padded.dtype(), kFloat32);
+  EXPECT_EQ(padded.item<float>(), sliced.item<float>());
+  padded.backward();
+  sliced.backward();
+  ASSERT_EQ(wide.grad().dtype(), kBFloat16);
+  EXPECT_EQ(values(wide.grad()), values(sliced_wide.grad()));
+}
+
+TEST(PaddedCrossEntropy, OtherOptionsTakeTheSlicedPathAndBadArgumentsAreErrors) {
+  const PaddedCase c;
+  const CrossEntropyOptions smoothed{.label_smoothing = 0.1};
+  EXPECT_EQ(padded_cross_entropy(c.wide, c.target, c.kClasses, smoothed).item<double>(),
+            cross_entropy(c.wide.narrow(1, 0, c.kClasses), c.target, smoothed).item<double>());
+  expect_error([&] { padded_cross_entropy(c.wide, c.target, 0); }, "padded_cross_entropy", "classes must be in [1, 12]");
+  expect_error([&] { padded_cross_entropy(c.wide, c.target, 13); }, "padded_cross_entropy", "got 13");
+  expect_error([&] { padded_cross_entropy(c.wide.unsqueeze(0), c.target, 9); }, "padded_cross_entropy",
+               "expected logits (N, Cp)");
+  const auto [rows, lse] = kernels::cross_entropy_forward(c.wide.detach(), c.target, -100);
+  expect_error([&] { kernels::cross_entropy_backward(rows, c.wide.detach(), lse, c.target, -100, 11); },
+               "cross_entropy", "padded_classes 11 is fewer than the logits' 12 classes");
+}
+
+TEST(PaddedCrossEntropyCuda, MatchesTheCpuAtVocabularyWidth) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";
+  // GPT-2's padded vocabulary, bfloat16 logits under autocast, as the trainer runs it.
+  constexpr std::int64_t N = 64, V = 50257, Vp = 50304;
+  const Tensor logits = mul(sample({N, Vp}, -4, 4, 51), 2.0).to(kBFloat16);
+  std::vector<std::int64_t> targets;
+  for (std::int64_t i = 0; i < N; ++i) targets.push_back(i == 5 ? -100 : (i * 7919) % V);
+  const Tensor target = from_vector(targets);
+  auto run = [&](Device device) {
+    const Tensor x = logits.to(device).detach().requires_grad_();
+    AutocastGuard autocast(device.type, kBFloat16);
+    const Tensor loss = padded_cross_entropy(x, target.to(device), V);
+    loss.backward();
+    return std::pair{loss.to(Device::cpu()).item<double>(), values(x.grad())};
+  };
+  const auto [cpu_loss, cpu_grad] = run(Device::cpu());
+  const auto [gpu_loss, gpu_grad] = run(Device::cuda(0));
+  EXPECT_NEAR(gpu_loss, cpu_loss, 1e-5 * cpu_loss);
+  double worst = 0;
+  for (std::int64_t i = 0; i < N; ++i)
+    for (std::int64_t k = 0; k < Vp; ++k) {
+      if (k >= V) ASSERT_EQ(gpu_grad[i * Vp + k], 0.0) << "padding column " << k;
+      worst = std::max(worst, std::abs(gpu_grad[i * Vp + k] - cpu_grad[i * Vp + k]));
+    }
+  EXPECT_LT(worst, 1e-4);  // a few bfloat16 units of the largest gradients (about 1 / N)
 }
 
 }  // namespace

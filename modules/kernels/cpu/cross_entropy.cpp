@@ -110,13 +110,15 @@ void backward(const Tensor& grad_logits, const Tensor& grad_loss, const Tensor& 
   const C_t* g = static_cast<const C_t*>(grad_loss.data_ptr());
   const auto* l = static_cast<const double*>(lse.data_ptr());
   const auto* t = static_cast<const std::int64_t*>(target.data_ptr());
+  const std::int64_t W = grad_logits.shape()[1];  // C classes, then padding
   T* out = static_cast<T*>(grad_logits.data_ptr());
 #pragma omp parallel if (N * C >= kParallelElements)
   {
     std::vector<float> in_buffer, out_buffer;
 #pragma omp for schedule(static)
     for (std::int64_t i = 0; i < N; ++i) {
-      T* oi = out + i * C;
+      T* oi = out + i * W;
+      std::fill(oi + C, oi + W, T(0));
       const std::int64_t c = t[i];
       if (c == ignore_index || c < 0 || c >= C) {
         std::fill(oi, oi + C, T(0));

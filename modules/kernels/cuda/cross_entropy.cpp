@@ -42,7 +42,7 @@ void backward_cuda(const Tensor& grad_logits, const Tensor& grad_loss, const Ten
                    const Tensor& target, std::int64_t ignore_index) {
   const cuda::CrossEntropyRows rows = rows_of(logits, target, ignore_index);
   run("cross_entropy_backward", logits.device(), [&] {
-    cuda::cross_entropy_backward(grad_logits.data_ptr(), grad_loss.data_ptr(),
+    cuda::cross_entropy_backward(grad_logits.data_ptr(), grad_logits.shape()[1], grad_loss.data_ptr(),
                                  static_cast<const double*>(lse.data_ptr()), rows, logits.device().index);
   });
 }

@@ -1,7 +1,6 @@
 // Shard specs and the single-process TensorParallelLayers (see tensor_parallel.cppm).
 module;
 #include <cstdint>
-#include <limits>
 #include <memory>
 #include <numeric>
 #include <vector>
@@ -60,13 +59,10 @@ std::shared_ptr<EmbeddingImpl> TensorParallelLayers::vocab_embedding(std::int64_
 Tensor TensorParallelLayers::vocab_logits(const Tensor& x, const Tensor& weight) { return linear(x, weight); }
 
 Tensor TensorParallelLayers::vocab_cross_entropy(const Tensor& logits, const Tensor& targets, std::int64_t vocab_size) {
-  // The padded columns get -inf: they take no probability and no gradient, and the rows stay
-  // whole (a slice of them would cost a zero-filled copy of the logits' gradient).
+  // The padded columns take no probability and get a zero gradient, written with the rest.
   const std::int64_t columns = logits.size(logits.dim() - 1);
   if (columns <= vocab_size) return cross_entropy(logits, targets);
-  Tensor padding = zeros({columns}, {.dtype = logits.dtype(), .device = logits.device()});
-  padding.slice(0, vocab_size).fill_(-std::numeric_limits<double>::infinity());
-  return cross_entropy(add(logits, padding), targets);
+  return padded_cross_entropy(logits, targets, vocab_size);
 }
 
 ShardSpec TensorParallelLayers::shard_spec(const Tensor& param) const {

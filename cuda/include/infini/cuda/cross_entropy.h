@@ -32,10 +32,11 @@ struct BadTarget {
 BadTarget cross_entropy_forward(void* loss, double* lse, const CrossEntropyRows& rows, std::int64_t* scratch,
                                 int device);
 
-// grad_logits (rows, classes) contiguous of `type` = grad_loss[i] * (exp(logits[i, c] - lse[i])
-// - [c == target[i]]), rows with an ignored or out-of-range target 0, rounded once into
-// `type`; grad_loss (rows) of the loss's type, lse (rows) float64.
-void cross_entropy_backward(void* grad_logits, const void* grad_loss, const double* lse, const CrossEntropyRows& rows,
-                            int device);
+// grad_logits (rows, width) contiguous of `type`, width >= classes: column c < classes gets
+// grad_loss[i] * (exp(logits[i, c] - lse[i]) - [c == target[i]]), rows with an ignored or
+// out-of-range target 0, rounded once into `type`; columns from `classes` on (padding) 0.
+// grad_loss (rows) of the loss's type, lse (rows) float64.
+void cross_entropy_backward(void* grad_logits, std::int64_t width, const void* grad_loss, const double* lse,
+                            const CrossEntropyRows& rows, int device);
 
 }  // namespace infini::cuda
