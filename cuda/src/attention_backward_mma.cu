@@ -55,20 +55,13 @@ __global__ void __launch_bounds__(kThreads) mma_dq_kernel(AttentionProblem p, T*
   const int warp = static_cast<int>(threadIdx.x / 32), lane = static_cast<int>(threadIdx.x % 32);
   const int g = lane / 4, t = lane % 4;
 
-  const auto [b, h, bh, i0, rows, keys, values] = query_tile(p);
-  const std::int64_t block_keys = keys_of(p, i0 + rows - 1);
-  const int key_tiles = static_cast<int>(tiles_of(block_keys));
-  auto load_keys_and_values = [&](int tile) {
-    const std::int64_t j0 = static_cast<std::int64_t>(tile) * kRows;
-    const int n = static_cast<int>(std::min<std::int64_t>(kRows, block_keys - j0));
-    std::uint16_t* stage = stages + (tile % 2) * 2 * kTileElements<D>;
-    load_rows_async<D>(stage, keys + j0 * p.k_rows.row, p.k_rows.row, n);
-    load_rows_async<D>(stage + kTileElements<D>, values + j0 * p.v_rows.row, p.v_rows.row, n);
-  };
-  load_rows_async<D>(q_tile, row_of(static_cast<const std::uint16_t*>(p.q), p.q_rows, b, h, i0), p.q_rows.row, rows);
-  load_rows_async<D>(go_tile, row_of(grad_out, p.grad_out_rows, b, h, i0), p.grad_out_rows.row, rows);
+  const QueryTile q = query_tile(p);
+  const std::int64_t b = q.b, h = q.h, bh = q.bh, i0 = q.i0;
+  const KeyValueTiles<D> tiles(p, stages, q);
+  load_rows_async<D>(q_tile, row_of(static_cast<const std::uint16_t*>(p.q), p.q_rows, b, h, i0), p.q_rows.row, q.rows);
+  load_rows_async<D>(go_tile, row_of(grad_out, p.grad_out_rows, b, h, i0), p.grad_out_rows.row, q.rows);
   cp_async_commit();
-  if (key_tiles > 0) load_keys_and_values(0);
+  if (tiles.count > 0) tiles.load(0);
   cp_async_commit();
   cp_async_wait<1>();  // the query and output-gradient tiles have arrived
   __syncthreads();
@@ -106,18 +99,13 @@ __global__ void __launch_bounds__(kThreads) mma_dq_kernel(AttentionProblem p, T*
   FragC grad[D / 8];
   zero(grad);
 
-  for (int tile = 0; tile < key_tiles; ++tile) {
-    if (tile + 1 < key_tiles) load_keys_and_values(tile + 1);
-    cp_async_commit();
-    cp_async_wait<1>();  // this tile has arrived
-    __syncthreads();
-    const std::uint16_t* k_tile = stages + (tile % 2) * 2 * kTileElements<D>;
-    const std::uint16_t* v_tile = k_tile + kTileElements<D>;
+  for (int tile = 0; tile < tiles.count; ++tile) {
+    tiles.arrive(tile);
     FragC s[kRows / 8], dp[kRows / 8];
     zero(s);
     zero(dp);
-    add_row_products<T, D, kRows>(s, own_queries, k_tile);
-    add_row_products<T, D, kRows>(dp, own_grads, v_tile);
+    add_row_products<T, D, kRows>(s, own_queries, tiles.key_tile(tile));
+    add_row_products<T, D, kRows>(dp, own_grads, tiles.value_tile(tile));
     const std::int64_t j0 = static_cast<std::int64_t>(tile) * kRows;
     const bool partial = j0 + kRows > warp_keys;
 #pragma unroll
@@ -129,7 +117,7 @@ __global__ void __launch_bounds__(kThreads) mma_dq_kernel(AttentionProblem p, T*
         const float weight = kept ? exp2f(s[n].x[c] * score_scale - own_lse[r]) : 0.0f;
         s[n].x[c] = weight * (dp[n].x[c] - own_delta[r]);  // ds
       }
-    add_weighted_rows<T, D, kRows>(grad, s, k_tile);
+    add_weighted_rows<T, D, kRows>(grad, s, tiles.key_tile(tile));
     __syncthreads();  // this stage has been read before the next iteration refills it
   }
   const std::int64_t first = i0 + 16 * warp;

@@ -291,4 +291,36 @@ __device__ inline QueryTile query_tile(const AttentionProblem& p) {
           row_of(static_cast<const std::uint16_t*>(p.v), p.v_rows, b, kv_head, 0)};
 }
 
+// The key and value tiles a query block walks (forward and dq pass): the keys its last row
+// sees, streamed through two stages of (key tile, value tile) at `stages`.
+template <int D>
+struct KeyValueTiles {
+  const AttentionProblem& p;  // the kernel's parameter
+  std::uint16_t* stages;
+  const std::uint16_t* keys;
+  const std::uint16_t* values;
+  std::int64_t block_keys;
+  int count;
+  __device__ KeyValueTiles(const AttentionProblem& p_, std::uint16_t* stages_, const QueryTile& q)
+      : p(p_), stages(stages_), keys(q.keys), values(q.values), block_keys(keys_of(p_, q.i0 + q.rows - 1)),
+        count(static_cast<int>(tiles_of(block_keys))) {}
+  __device__ const std::uint16_t* key_tile(int tile) const { return stages + (tile % 2) * 2 * kTileElements<D>; }
+  __device__ const std::uint16_t* value_tile(int tile) const { return key_tile(tile) + kTileElements<D>; }
+  // Starts copying tile `tile` into its stage (every thread of the block takes part).
+  __device__ void load(int tile) const {
+    const std::int64_t j0 = static_cast<std::int64_t>(tile) * kRows;
+    const int n = static_cast<int>(block_keys - j0 < kRows ? block_keys - j0 : kRows);
+    std::uint16_t* stage = stages + (tile % 2) * 2 * kTileElements<D>;
+    load_rows_async<D>(stage, keys + j0 * p.k_rows.row, p.k_rows.row, n);
+    load_rows_async<D>(stage + kTileElements<D>, values + j0 * p.v_rows.row, p.v_rows.row, n);
+  }
+  // Starts the next tile's copy and waits until tile `tile` has arrived, for the whole block.
+  __device__ void arrive(int tile) const {
+    if (tile + 1 < count) load(tile + 1);
+    cp_async_commit();
+    cp_async_wait<1>();
+    __syncthreads();
+  }
+};
+
 }  // namespace infini::cuda::detail::mma_tiles

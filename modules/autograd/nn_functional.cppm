@@ -13,8 +13,8 @@ import infini.kernels;
 
 export namespace infini {
 
-inline constexpr std::array<std::string_view, 32> kNNFunctionalOps = {"embedding",
-    "softmax", "log_softmax", "cross_entropy", "nll_loss", "mse_loss", "l1_loss", "binary_cross_entropy",
+inline constexpr std::array<std::string_view, 33> kNNFunctionalOps = {"embedding",
+    "softmax", "log_softmax", "cross_entropy", "padded_cross_entropy", "nll_loss", "mse_loss", "l1_loss", "binary_cross_entropy",
     "binary_cross_entropy_with_logits", "layer_norm", "rms_norm", "batch_norm", "group_norm", "dropout",
     "rope", "rope_frequencies", "silu_and_mul", "hardtanh", "relu6", "logsigmoid", "selu", "celu", "mish",
     "hardswish", "hardsigmoid", "glu", "prelu", "kl_div", "smooth_l1_loss", "huber_loss",

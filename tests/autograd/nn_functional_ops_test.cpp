@@ -125,6 +125,28 @@ const bool registered = [] {
        },
        .samples = ce_samples,
        .gradgrad = true});
+  // padded_cross_entropy: (4, 7) logits whose last 2 columns are padding.
+  op_registry().push_back(
+      {.name = "padded_cross_entropy",
+       .fn = [=](const TensorList& in) {
+         const Tensor t = from_vector(targets).to(in[0].device());
+         return TensorList{padded_cross_entropy(in[0], t, 5),
+                           padded_cross_entropy(in[0], t, 5, {.reduction = Reduction::None})};
+       },
+       .reference = [=](const TensorList& in) {
+         const std::vector<double> wide = values(in[0]);
+         std::vector<double> x;  // the 5 class columns of each row
+         for (std::int64_t i = 0; i < 4; ++i) x.insert(x.end(), wide.begin() + i * 7, wide.begin() + i * 7 + 5);
+         std::vector<double> none;
+         cross_entropy_ref(x, 4, 5, targets, {}, -100, 0, 0, &none);
+         return TensorList{make({}, {cross_entropy_ref(x, 4, 5, targets, {}, -100, 0, 1, nullptr)}), make({4}, none)};
+       },
+       .samples = [] {
+         return std::vector<OpSample>{{"(4,7)", {leaf({4, 7}, -2, 2, 7)}},
+                                      {"transposed logits", {leaf({7, 4}, -2, 2, 8)},
+                                       [](const TensorList& l) { return TensorList{l[0].t()}; }}};
+       },
+       .gradgrad = true});
   op_registry().push_back(
       {.name = "nll_loss",
        .fn = [=](const TensorList& in) {
