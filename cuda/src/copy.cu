@@ -3,7 +3,6 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
-#include <cstdint>
 #include <type_traits>
 
 #include "element_types.cuh"
@@ -57,9 +56,7 @@ template <int V>
 bool as_packs(StridedArray& out, StridedArray& in, std::size_t out_bytes, std::size_t in_bytes) {
   const int last = out.ndim - 1;
   if (V < 2 || last < 0 || out.strides[last] != 1 || in.strides[last] != 1 || out.sizes[last] % V != 0) return false;
-  if (reinterpret_cast<std::uintptr_t>(out.data) % (V * out_bytes) != 0 ||
-      reinterpret_cast<std::uintptr_t>(in.data) % (V * in_bytes) != 0)
-    return false;
+  if (!detail::aligned(out.data, V * out_bytes) || !detail::aligned(in.data, V * in_bytes)) return false;
   for (int d = 0; d < last; ++d)
     if (out.strides[d] % V != 0 || in.strides[d] % V != 0) return false;
   for (StridedArray* a : {&out, &in}) {

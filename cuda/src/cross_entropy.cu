@@ -81,8 +81,8 @@ __global__ void forward_kernel(CrossEntropyRows r, C* loss, double* lse, unsigne
 
 // Row i of grad (width columns) = g (exp(x - lse) - one_hot(target)), 0 for ignored/out-of-range
 // targets and in the padding columns from r.classes on, computed in C (grad_loss is C) and
-// rounded once into T. The products are rounded before
-// the one-hot subtraction (no fused multiply-add), as on the CPU.
+// rounded once into T. The products are rounded before the one-hot subtraction (no fused
+// multiply-add), as on the CPU.
 template <class T, class C = detail::compute_t<T>>
 __global__ void backward_kernel(CrossEntropyRows r, std::int64_t width, T* grad, const C* grad_loss,
                                 const double* lse) {
