@@ -13,7 +13,7 @@
 
 #include "op_info.h"
 
-namespace infini::test {
+namespace infini::test::activation_ops_test {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
@@ -325,4 +325,4 @@ TEST(Activations, Errors) {
 }
 
 }  // namespace
-}  // namespace infini::test
+}  // namespace infini::test::activation_ops_test

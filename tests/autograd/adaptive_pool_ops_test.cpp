@@ -14,7 +14,7 @@
 #include "op_info.h"
 #include "spatial_test_util.h"
 
-namespace infini::test {
+namespace infini::test::adaptive_pool_ops_test {
 namespace {
 
 // The adaptive window [start, end) of output o along a dim of size in, in floating point.
@@ -209,4 +209,4 @@ TEST(AdaptivePool, Errors) {
 }
 
 }  // namespace
-}  // namespace infini::test
+}  // namespace infini::test::adaptive_pool_ops_test

@@ -12,7 +12,7 @@
 
 #include "op_info.h"
 
-namespace infini::test {
+namespace infini::test::attention_cuda_test {
 namespace {
 
 struct Problem {
@@ -127,4 +127,4 @@ TEST(AttentionCuda, OtherSixteenBitProblemsRunInFloat32) {
 }
 
 }  // namespace
-}  // namespace infini::test
+}  // namespace infini::test::attention_cuda_test

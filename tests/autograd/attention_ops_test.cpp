@@ -10,7 +10,7 @@
 
 #include "op_info.h"
 
-namespace infini::test {
+namespace infini::test::attention_ops_test {
 namespace {
 
 struct RefOptions {
@@ -139,4 +139,4 @@ TEST(Attention, Errors) {
 }
 
 }  // namespace
-}  // namespace infini::test
+}  // namespace infini::test::attention_ops_test

@@ -14,7 +14,7 @@
 
 #include "op_info.h"
 
-namespace infini::test {
+namespace infini::test::autocast_test {
 namespace {
 
 // op_info.h's float64 samples, as float32 (the dtype autocast casts).
@@ -245,4 +245,4 @@ TEST(Autocast, CachedParameterCastsFollowInPlaceChanges) {
 }
 
 }  // namespace
-}  // namespace infini::test
+}  // namespace infini::test::autocast_test

@@ -13,7 +13,7 @@
 #include "op_info.h"
 #include "spatial_test_util.h"
 
-namespace infini::test {
+namespace infini::test::conv_nd_ops_test {
 namespace {
 
 using Ints = std::vector<std::int64_t>;
@@ -213,4 +213,4 @@ TEST(ConvNd, TransposedConvolutionIsTheInputGradient) {
 }
 
 }  // namespace
-}  // namespace infini::test
+}  // namespace infini::test::conv_nd_ops_test

@@ -13,7 +13,7 @@
 #include "op_info.h"
 #include "spatial_test_util.h"
 
-namespace infini::test {
+namespace infini::test::conv_ops_test {
 namespace {
 
 using Pair = std::array<std::int64_t, 2>;
@@ -336,4 +336,4 @@ TEST(Conv, LargerFloat32LayerAndItsInputGradient) {
 }
 
 }  // namespace
-}  // namespace infini::test
+}  // namespace infini::test::conv_ops_test

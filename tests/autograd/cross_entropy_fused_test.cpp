@@ -13,7 +13,7 @@
 
 #include "op_info.h"
 
-namespace infini::test {
+namespace infini::test::cross_entropy_fused_test {
 namespace {
 
 using autograd::gradcheck;
@@ -268,4 +268,4 @@ TEST(PaddedCrossEntropyCuda, MatchesTheCpuAtVocabularyWidth) {
 }
 
 }  // namespace
-}  // namespace infini::test
+}  // namespace infini::test::cross_entropy_fused_test

@@ -10,7 +10,7 @@
 
 #include "op_info.h"
 
-namespace infini::test {
+namespace infini::test::cuda_graph_ops_test {
 namespace {
 
 #define REQUIRE_CUDA() \
@@ -83,4 +83,4 @@ TEST(CudaGraphOps, ACrossEntropyTargetOutOfRangeRaisesAfterTheReplay) {
 }
 
 }  // namespace
-}  // namespace infini::test
+}  // namespace infini::test::cuda_graph_ops_test

@@ -15,7 +15,7 @@
 
 #include "op_info.h"
 
-namespace infini::test {
+namespace infini::test::cuda_parity_test {
 namespace {
 
 const Device kGpu = Device::cuda(0);
@@ -164,4 +164,4 @@ TEST(CudaParity, EveryOpTableEntryMatchesCpuAndRepeatsBitwise) {
 }
 
 }  // namespace
-}  // namespace infini::test
+}  // namespace infini::test::cuda_parity_test

@@ -13,7 +13,7 @@
 #include "indexing_test_util.h"
 #include "op_info.h"
 
-namespace infini::test {
+namespace infini::test::einsum_test {
 namespace {
 
 using namespace indexing_util;
@@ -178,4 +178,4 @@ TEST(Einsum, BadEquations) {
 }
 
 }  // namespace
-}  // namespace infini::test
+}  // namespace infini::test::einsum_test

@@ -11,7 +11,7 @@
 
 #include "op_info.h"
 
-namespace infini::test {
+namespace infini::test::elementwise_ops_test {
 namespace {
 
 using Unary = std::function<double(double)>;
@@ -228,9 +228,9 @@ const bool registered = [] {
 }();
 
 }  // namespace
-}  // namespace infini::test
+}  // namespace infini::test::elementwise_ops_test
 
-namespace infini::test {
+namespace infini::test::elementwise_ops_test {
 namespace {
 
 // Contiguous float32 rows of +, -, *, / take vectorized kernels (cpu/vector_rows.h), with
@@ -317,4 +317,4 @@ TEST(Elementwise, Errors) {
 }
 
 }  // namespace
-}  // namespace infini::test
+}  // namespace infini::test::elementwise_ops_test

@@ -8,6 +8,7 @@
 #include <vector>
 import infini.autograd;
 
+namespace engine_test {
 using namespace infini;
 
 namespace {
@@ -315,3 +316,5 @@ TEST(Engine, OverlappingViewGradientsAccumulate) {
 }
 
 }  // namespace
+
+}  // namespace engine_test

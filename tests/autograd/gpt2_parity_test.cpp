@@ -12,6 +12,7 @@
 #include <vector>
 import infini.autograd;
 
+namespace gpt2_parity_test {
 using namespace infini;
 
 namespace {
@@ -120,3 +121,5 @@ TEST(GPT2ParityCuda, ForwardAndBackwardMatchTheReference) {
 }
 
 }  // namespace
+
+}  // namespace gpt2_parity_test

@@ -12,7 +12,7 @@
 #include "indexing_test_util.h"
 #include "op_info.h"
 
-namespace infini::test {
+namespace infini::test::indexing_ops_test {
 namespace {
 
 using namespace indexing_util;
@@ -391,4 +391,4 @@ const bool registered = [] {
 }();
 
 }  // namespace
-}  // namespace infini::test
+}  // namespace infini::test::indexing_ops_test

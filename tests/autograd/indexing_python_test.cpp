@@ -10,7 +10,7 @@
 #include "indexing_test_util.h"
 #include "op_info.h"
 
-namespace infini::test {
+namespace infini::test::indexing_python_test {
 namespace {
 
 using namespace indexing_util;
@@ -363,4 +363,4 @@ const bool registered = [] {
 }();
 
 }  // namespace
-}  // namespace infini::test
+}  // namespace infini::test::indexing_python_test

@@ -14,7 +14,7 @@
 #include "indexing_test_util.h"
 #include "op_info.h"
 
-namespace infini::test {
+namespace infini::test::indexing_rules_test {
 namespace {
 
 using namespace indexing_util;
@@ -397,4 +397,4 @@ TEST(IndexingGradients, InPlaceOnLeafIsAnError) {
 }
 
 }  // namespace
-}  // namespace infini::test
+}  // namespace infini::test::indexing_rules_test

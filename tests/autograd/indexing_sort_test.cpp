@@ -11,7 +11,7 @@
 #include "indexing_test_util.h"
 #include "op_info.h"
 
-namespace infini::test {
+namespace infini::test::indexing_sort_test {
 namespace {
 
 using namespace indexing_util;
@@ -296,4 +296,4 @@ const bool registered = [] {
 }();
 
 }  // namespace
-}  // namespace infini::test
+}  // namespace infini::test::indexing_sort_test

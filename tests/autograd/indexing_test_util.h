@@ -1,9 +1,7 @@
-// Helpers shared by the indexing tests (indexing_*_test.cpp): tensors from literal values,
-// row-major coordinates, and an error matcher. References are written with these as naive
+// Helpers shared by the indexing tests (indexing_*_test.cpp): tensors from literal values
+// and row-major coordinates (leaves and the error matcher are op_info.h's). References are written with these as naive
 // loops over coordinates, never with the library's own index kernels.
 #pragma once
-
-#include <gtest/gtest.h>
 
 #include <cstdint>
 #include <string>
@@ -15,11 +13,6 @@ namespace infini::test::indexing_util {
 
 using Coords = std::vector<std::int64_t>;
 
-inline std::int64_t numel_of(const Shape& shape) {
-  std::int64_t n = 1;
-  for (std::int64_t s : shape) n *= s;
-  return n;
-}
 
 // A float64 tensor of `shape` holding v (row-major); works for 0-d and empty shapes.
 inline Tensor f64(const Shape& shape, const std::vector<double>& v) {
@@ -55,24 +48,5 @@ inline std::int64_t ravel(const Coords& c, const Shape& shape) {
 
 // Python's wrap of a possibly negative index.
 inline std::int64_t wrap(std::int64_t i, std::int64_t size) { return i < 0 ? i + size : i; }
-
-// A float64 leaf of `shape` (values in [lo, hi)) that requires grad.
-inline Tensor leaf(const Shape& shape, std::uint64_t seed, double lo = -2, double hi = 2) {
-  return sample(shape, lo, hi, seed).requires_grad_();
-}
-
-// Expects call() to throw E whose op() is `op` and whose message contains every part.
-template <class E, class Call>
-void expect_error(Call&& call, const std::string& op, const std::vector<std::string>& parts) {
-  try {
-    call();
-    ADD_FAILURE() << "expected an error from " << op;
-  } catch (const Error& e) {
-    EXPECT_NE(dynamic_cast<const E*>(&e), nullptr) << "wrong error type from " << op << ": " << e.what();
-    EXPECT_EQ(e.op(), op) << e.what();
-    for (const std::string& part : parts)
-      EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << "'" << part << "' not in: " << e.what();
-  }
-}
 
 }  // namespace infini::test::indexing_util

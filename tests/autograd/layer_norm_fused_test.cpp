@@ -12,7 +12,7 @@
 
 #include "op_info.h"
 
-namespace infini::test {
+namespace infini::test::layer_norm_fused_test {
 namespace {
 
 constexpr std::int64_t kRows = 70, kCols = 33;
@@ -101,4 +101,4 @@ TEST(LayerNormFused, MixedDtypesPromoteThroughTheComposedForm) {
 }
 
 }  // namespace
-}  // namespace infini::test
+}  // namespace infini::test::layer_norm_fused_test

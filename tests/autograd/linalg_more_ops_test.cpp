@@ -13,7 +13,7 @@
 #include "indexing_test_util.h"
 #include "op_info.h"
 
-namespace infini::test {
+namespace infini::test::linalg_more_ops_test {
 namespace {
 
 using namespace indexing_util;
@@ -293,4 +293,4 @@ TEST(Cdist, BadInputs) {
 }
 
 }  // namespace
-}  // namespace infini::test
+}  // namespace infini::test::linalg_more_ops_test

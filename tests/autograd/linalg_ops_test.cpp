@@ -15,7 +15,7 @@
 
 #include "op_info.h"
 
-namespace infini::test {
+namespace infini::test::linalg_ops_test {
 namespace {
 
 // ---- the reference: PyTorch's matmul rules written out by hand ----
@@ -428,4 +428,4 @@ TEST(Linalg, GradientsKeepDTypeAndShape) {
 }
 
 }  // namespace
-}  // namespace infini::test
+}  // namespace infini::test::linalg_ops_test

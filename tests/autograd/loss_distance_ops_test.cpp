@@ -14,7 +14,7 @@
 
 #include "op_info.h"
 
-namespace infini::test {
+namespace infini::test::loss_distance_ops_test {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
@@ -355,4 +355,4 @@ TEST(LossDistanceOps, Errors) {
 }
 
 }  // namespace
-}  // namespace infini::test
+}  // namespace infini::test::loss_distance_ops_test

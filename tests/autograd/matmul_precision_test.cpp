@@ -16,7 +16,7 @@
 
 #include "op_info.h"
 
-namespace infini::test {
+namespace infini::test::matmul_precision_test {
 namespace {
 
 // Sets a precision for one test and restores the default.
@@ -122,4 +122,4 @@ TEST(MatmulPrecision, MediumGradientsOfLinear) {
 }
 
 }  // namespace
-}  // namespace infini::test
+}  // namespace infini::test::matmul_precision_test

@@ -11,7 +11,7 @@
 
 #include "op_info.h"
 
-namespace infini::test {
+namespace infini::test::nn_functional_ops_test {
 namespace {
 
 Tensor make(const Shape& shape, const std::vector<double>& v) {
@@ -480,4 +480,4 @@ TEST(NNFunctional, Errors) {
 }
 
 }  // namespace
-}  // namespace infini::test
+}  // namespace infini::test::nn_functional_ops_test

@@ -12,6 +12,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <exception>
 #include <functional>
 #include <string>
 #include <vector>
@@ -50,6 +52,17 @@ Tensor sample(const Shape& shape, double lo = -2, double hi = 2, std::uint64_t s
 // The values of t as float64, row-major.
 std::vector<double> values(const Tensor& t);
 
+// A float64 leaf of `shape` (values in [lo, hi)) that requires grad.
+inline Tensor leaf(const Shape& shape, std::uint64_t seed, double lo = -2, double hi = 2) {
+  return sample(shape, lo, hi, seed).requires_grad_();
+}
+
+inline std::int64_t numel_of(const Shape& shape) {
+  std::int64_t n = 1;
+  for (std::int64_t s : shape) n *= s;
+  return n;
+}
+
 // Expects call() to throw an infini::Error from `op` whose message contains `part`.
 template <class Call>
 void expect_error(Call&& call, const std::string& op, const std::string& part) {
@@ -59,6 +72,22 @@ void expect_error(Call&& call, const std::string& op, const std::string& part) {
   } catch (const Error& e) {
     EXPECT_EQ(e.op(), op);
     EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+  }
+}
+
+// Expects call() to throw E whose op() is `op` and whose message contains every one of
+// `parts`.
+template <class E, class Call>
+void expect_error(Call&& call, const std::string& op, const std::vector<std::string>& parts) {
+  try {
+    call();
+    ADD_FAILURE() << "expected an error from " << op;
+  } catch (const E& e) {
+    EXPECT_EQ(e.op(), op) << e.what();
+    for (const std::string& part : parts)
+      EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << "'" << part << "' not in: " << e.what();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "wrong exception type from " << op << ": " << e.what();
   }
 }
 

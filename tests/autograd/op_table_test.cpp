@@ -27,6 +27,9 @@ std::vector<double> values(const Tensor& t) {
   return std::vector<double>(c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
 }
 
+}  // namespace infini::test
+
+namespace infini::test::op_table_test {
 namespace {
 
 // A copy of t with the same values whose last dim has stride 2 (or, for 0-d, itself).
@@ -111,4 +114,4 @@ std::string entry_name(const ::testing::TestParamInfo<std::size_t>& info) {
 INSTANTIATE_TEST_SUITE_P(Ops, OpTable, ::testing::Range<std::size_t>(0, op_registry().size()), entry_name);
 
 }  // namespace
-}  // namespace infini::test
+}  // namespace infini::test::op_table_test

@@ -15,7 +15,7 @@
 
 #include "reduction_reference.h"
 
-namespace infini::test {
+namespace infini::test::order_statistics_test {
 namespace {
 
 using Group = std::vector<double>;
@@ -257,4 +257,4 @@ TEST(OrderStatistics, Errors) {
 }
 
 }  // namespace
-}  // namespace infini::test
+}  // namespace infini::test::order_statistics_test

@@ -15,7 +15,7 @@
 #include "op_info.h"
 #include "spatial_test_util.h"
 
-namespace infini::test {
+namespace infini::test::pool1d_ops_test {
 namespace {
 
 struct Pool1dArgs {
@@ -235,4 +235,4 @@ TEST(Pool1d, ErrorsNameThe1dOpAndArguments) {
 }
 
 }  // namespace
-}  // namespace infini::test
+}  // namespace infini::test::pool1d_ops_test

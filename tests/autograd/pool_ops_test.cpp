@@ -16,7 +16,7 @@
 #include "op_info.h"
 #include "spatial_test_util.h"
 
-namespace infini::test {
+namespace infini::test::pool_ops_test {
 namespace {
 
 using Triple = std::array<std::int64_t, 3>;
@@ -532,4 +532,4 @@ TEST(Pool, MaxPoolGradientGoesToTheFirstMaximum) {
 }
 
 }  // namespace
-}  // namespace infini::test
+}  // namespace infini::test::pool_ops_test

@@ -15,6 +15,7 @@
 #include <vector>
 import infini.autograd;
 
+namespace pytorch_defects_test {
 using namespace infini;
 
 namespace {
@@ -249,3 +250,5 @@ TEST(PytorchDefects, Float32CrossEntropyGradientIsPreciseForLargeLogits) {
 }
 
 }  // namespace
+
+}  // namespace pytorch_defects_test

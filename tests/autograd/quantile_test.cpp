@@ -13,7 +13,7 @@
 
 #include "reduction_reference.h"
 
-namespace infini::test {
+namespace infini::test::quantile_test {
 namespace {
 
 using Group = std::vector<double>;
@@ -236,4 +236,4 @@ TEST(Quantile, Errors) {
 }
 
 }  // namespace
-}  // namespace infini::test
+}  // namespace infini::test::quantile_test

@@ -12,7 +12,7 @@
 
 #include "op_info.h"
 
-namespace infini::test {
+namespace infini::test::reduction_checks_test {
 namespace {
 
 const double inf = std::numeric_limits<double>::infinity();
@@ -212,4 +212,4 @@ TEST(ReductionDeterminism, Float32LogSumExpIndependentOfLayout) {
 }
 
 }  // namespace
-}  // namespace infini::test
+}  // namespace infini::test::reduction_checks_test

@@ -10,7 +10,7 @@
 
 #include "reduction_reference.h"
 
-namespace infini::test {
+namespace infini::test::reduction_cumulative_test {
 namespace {
 
 const double inf = std::numeric_limits<double>::infinity();
@@ -221,4 +221,4 @@ TEST(ReductionCumulative, Errors) {
 }
 
 }  // namespace
-}  // namespace infini::test
+}  // namespace infini::test::reduction_cumulative_test

@@ -10,7 +10,7 @@
 
 #include "reduction_reference.h"
 
-namespace infini::test {
+namespace infini::test::reduction_extreme_test {
 namespace {
 
 using Group = std::vector<double>;
@@ -187,4 +187,4 @@ TEST(ReductionExtremes, DTypes) {
 }
 
 }  // namespace
-}  // namespace infini::test
+}  // namespace infini::test::reduction_extreme_test

@@ -13,7 +13,7 @@
 
 #include "reduction_reference.h"
 
-namespace infini::test {
+namespace infini::test::reduction_nan_test {
 namespace {
 
 using Group = std::vector<double>;
@@ -180,4 +180,4 @@ TEST(ReductionNan, ConstantSliceStdMeanGradientIsFinite) {
 }
 
 }  // namespace
-}  // namespace infini::test
+}  // namespace infini::test::reduction_nan_test

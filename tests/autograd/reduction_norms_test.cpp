@@ -12,7 +12,7 @@
 
 #include "reduction_reference.h"
 
-namespace infini::test {
+namespace infini::test::reduction_norms_test {
 namespace {
 
 using Group = std::vector<double>;
@@ -203,4 +203,4 @@ TEST(ReductionNorms, HalfPrecisionComputesInFloat32) {
 }
 
 }  // namespace
-}  // namespace infini::test
+}  // namespace infini::test::reduction_norms_test

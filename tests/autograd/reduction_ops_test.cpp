@@ -11,7 +11,7 @@
 
 #include "reduction_reference.h"
 
-namespace infini::test {
+namespace infini::test::reduction_ops_test {
 namespace {
 
 using Group = std::vector<double>;
@@ -142,4 +142,4 @@ const bool registered = [] {
 }();
 
 }  // namespace
-}  // namespace infini::test
+}  // namespace infini::test::reduction_ops_test

@@ -7,7 +7,7 @@
 
 #include "reduction_reference.h"
 
-namespace infini::test {
+namespace infini::test::reduction_scan_test {
 namespace {
 
 // Running sum (product) of x along dim, by row-major index arithmetic.
@@ -110,4 +110,4 @@ TEST(ReductionScans, CumprodGradientWithZeros) {
 }
 
 }  // namespace
-}  // namespace infini::test
+}  // namespace infini::test::reduction_scan_test

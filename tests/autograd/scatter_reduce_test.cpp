@@ -12,7 +12,7 @@
 #include "indexing_test_util.h"
 #include "op_info.h"
 
-namespace infini::test {
+namespace infini::test::scatter_reduce_test {
 namespace {
 
 using namespace indexing_util;
@@ -227,4 +227,4 @@ TEST(ScatterReduce, BadInputs) {
 }
 
 }  // namespace
-}  // namespace infini::test
+}  // namespace infini::test::scatter_reduce_test

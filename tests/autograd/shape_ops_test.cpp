@@ -14,7 +14,7 @@
 #include "op_info.h"
 #include "shape_reference.h"
 
-namespace infini::test {
+namespace infini::test::shape_ops_test {
 namespace {
 
 // ---- references ----
@@ -683,4 +683,4 @@ TEST(ShapeOps, LargeInputsMatchReferences) {
 }
 
 }  // namespace
-}  // namespace infini::test
+}  // namespace infini::test::shape_ops_test

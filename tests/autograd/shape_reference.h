@@ -59,7 +59,4 @@ inline Tensor build(const Shape& shape, const std::function<double(const Index&)
   return from_vector(out, {numel}).reshape(shape);
 }
 
-// A leaf of `shape` (float64 values in [-2, 2)) that requires grad.
-inline Tensor leaf(const Shape& shape, std::uint64_t seed) { return sample(shape, -2, 2, seed).requires_grad_(); }
-
 }  // namespace infini::test

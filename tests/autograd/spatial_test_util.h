@@ -1,7 +1,7 @@
 // Helpers shared by the convolution and pooling tests (conv*_ops_test.cpp, *pool*_ops_test.cpp):
-// float64 tensors from values, sample leaves, index arithmetic, batching, error expectations,
-// PyTorch's pooling output size and direct-sum references of (transposed) convolution over
-// any number of spatial dims.
+// float64 tensors from values, distinct-valued leaves, index arithmetic, batching, PyTorch's
+// pooling output size and direct-sum references of (transposed) convolution over any number
+// of spatial dims. Leaves, numel_of and expect_error are op_info.h's.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -10,7 +10,6 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <numeric>
 #include <string>
 #include <utility>
@@ -25,12 +24,7 @@ inline Tensor make(const Shape& shape, const std::vector<double>& v) {
   return from_vector(v, {static_cast<std::int64_t>(v.size())}).reshape(shape);
 }
 
-inline std::int64_t numel_of(const Shape& shape) {
-  return std::accumulate(shape.begin(), shape.end(), std::int64_t{1}, std::multiplies<>());
-}
 
-// A float64 leaf that requires grad, values in [-2, 2).
-inline Tensor leaf(const Shape& shape, std::uint64_t seed) { return sample(shape, -2, 2, seed).requires_grad_(); }
 
 // A float64 leaf holding a shuffled 0.1 * (0, 1, ..., n - 1), shifted to be centred on 0:
 // all values distinct and 0.1 apart, so a max is unique and stays so under gradcheck's steps.
@@ -178,21 +172,6 @@ inline OpSample distinct(std::string label, const Shape& shape, std::uint64_t se
 }
 inline OpSample random(std::string label, const Shape& shape, std::uint64_t seed, Fn view = nullptr) {
   return {std::move(label), {leaf(shape, seed)}, std::move(view)};
-}
-
-// call() throws E whose op() is `op` and whose message contains every one of `parts`.
-template <class E, class Call>
-void expect_error(Call&& call, const std::string& op, const std::vector<std::string>& parts) {
-  try {
-    call();
-    ADD_FAILURE() << "expected an error from " << op;
-  } catch (const E& e) {
-    EXPECT_EQ(e.op(), op) << e.what();
-    for (const std::string& part : parts)
-      EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << "'" << part << "' not in: " << e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "wrong exception type from " << op << ": " << e.what();
-  }
 }
 
 }  // namespace infini::test

@@ -7,6 +7,7 @@
 #include <vector>
 import infini.autograd;
 
+namespace split_backward_test {
 using namespace infini;
 
 namespace {
@@ -200,3 +201,5 @@ TEST(SplitBackward, GradSkipsWhatItsInputsDoNotNeed) {
 }
 
 }  // namespace
+
+}  // namespace split_backward_test

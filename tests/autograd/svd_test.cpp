@@ -15,7 +15,7 @@
 
 #include "op_info.h"
 
-namespace infini::test {
+namespace infini::test::svd_test {
 namespace {
 
 using Matrix = std::vector<double>;  // row-major
@@ -511,4 +511,4 @@ TEST(SvdCuda, MatchesCpu) {
 }
 
 }  // namespace
-}  // namespace infini::test
+}  // namespace infini::test::svd_test

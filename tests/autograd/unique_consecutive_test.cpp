@@ -12,7 +12,7 @@
 #include "indexing_test_util.h"
 #include "op_info.h"
 
-namespace infini::test {
+namespace infini::test::unique_consecutive_test {
 namespace {
 
 using namespace indexing_util;
@@ -174,4 +174,4 @@ TEST(UniqueConsecutive, BadDims) {
 }
 
 }  // namespace
-}  // namespace infini::test
+}  // namespace infini::test::unique_consecutive_test

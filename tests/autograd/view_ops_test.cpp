@@ -16,7 +16,7 @@
 #include "op_info.h"
 #include "shape_reference.h"
 
-namespace infini::test {
+namespace infini::test::view_ops_test {
 namespace {
 
 // ---- references ----
@@ -615,4 +615,4 @@ TEST(ViewOps, CopyAcrossDevicesIsDifferentiable) {
 }
 
 }  // namespace
-}  // namespace infini::test
+}  // namespace infini::test::view_ops_test

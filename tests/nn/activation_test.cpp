@@ -14,7 +14,7 @@
 
 import infini.nn;
 
-namespace infini::nn::test {
+namespace infini::nn::test::activation_test {
 namespace {
 
 const std::vector<double> kGrid = {-3, -1.5, -0.5, -0.1, 0.2, 0.7, 1.3, 4};
@@ -176,4 +176,4 @@ TEST(Activation, Errors) {
 }
 
 }  // namespace
-}  // namespace infini::nn::test
+}  // namespace infini::nn::test::activation_test

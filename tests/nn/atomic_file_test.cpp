@@ -17,7 +17,7 @@
 
 import infini.nn;
 
-namespace infini {
+namespace infini::atomic_file_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -159,4 +159,4 @@ TEST_F(AtomicFile, ErrorsNameThePathAndTheSystemError) {
 }
 
 }  // namespace
-}  // namespace infini
+}  // namespace infini::atomic_file_test

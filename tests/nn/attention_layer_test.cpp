@@ -15,7 +15,7 @@
 
 import infini.nn;
 
-namespace infini::nn {
+namespace infini::nn::attention_layer_test {
 namespace {
 
 using test::expect_error;
@@ -327,4 +327,4 @@ TEST(MultiheadAttentionLayer, BadInputsNameTheLayer) {
 }
 
 }  // namespace
-}  // namespace infini::nn
+}  // namespace infini::nn::attention_layer_test

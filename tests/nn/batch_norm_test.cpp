@@ -13,7 +13,7 @@
 
 import infini.nn;
 
-namespace infini::nn::test {
+namespace infini::nn::test::batch_norm_test {
 namespace {
 
 // Per-channel mean and biased variance of x (N, C, L), row-major.
@@ -171,4 +171,4 @@ TEST(BatchNorm, Errors) {
 }
 
 }  // namespace
-}  // namespace infini::nn::test
+}  // namespace infini::nn::test::batch_norm_test

@@ -20,7 +20,7 @@
 
 import infini.nn;
 
-namespace infini {
+namespace infini::checkpoint_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -305,4 +305,4 @@ TEST_F(InvalidCheckpoint, HugeManifest) {
 }
 
 }  // namespace
-}  // namespace infini
+}  // namespace infini::checkpoint_test

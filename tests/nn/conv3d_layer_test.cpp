@@ -14,7 +14,7 @@
 
 import infini.nn;
 
-namespace infini::nn {
+namespace infini::nn::conv3d_layer_test {
 namespace {
 
 using test::expect_all_near;
@@ -262,4 +262,4 @@ TEST(Conv3dLayers, BadOptionsAndInputsNameTheLayer) {
 }
 
 }  // namespace
-}  // namespace infini::nn
+}  // namespace infini::nn::conv3d_layer_test

@@ -13,7 +13,7 @@
 
 import infini.nn;
 
-namespace infini::nn {
+namespace infini::nn::conv_layer_test {
 namespace {
 
 using test::expect_error;
@@ -271,4 +271,4 @@ TEST(ConvLayers, BadInputsNameTheLayer) {
 }
 
 }  // namespace
-}  // namespace infini::nn
+}  // namespace infini::nn::conv_layer_test

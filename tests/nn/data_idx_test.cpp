@@ -15,7 +15,7 @@ import infini.nn;
 
 #include "data_test_util.h"
 
-namespace infini::data {
+namespace infini::data::data_idx_test {
 namespace {
 
 using Bytes = std::vector<std::uint8_t>;
@@ -230,4 +230,4 @@ TEST(DataFashionMNIST, RealFiles) {
 }
 
 }  // namespace
-}  // namespace infini::data
+}  // namespace infini::data::data_idx_test

@@ -20,7 +20,7 @@ import infini.nn;
 
 #include "data_test_util.h"
 
-namespace infini::data {
+namespace infini::data::data_loader_test {
 namespace {
 
 using Indices = std::vector<std::int64_t>;
@@ -428,4 +428,4 @@ TEST(DataLoader, IterableDatasetBatchesTheStream) {
 }
 
 }  // namespace
-}  // namespace infini::data
+}  // namespace infini::data::data_loader_test

@@ -13,7 +13,7 @@ import infini.nn;
 
 #include "data_test_util.h"
 
-namespace infini::data {
+namespace infini::data::data_sampler_test {
 namespace {
 
 using Indices = std::vector<std::int64_t>;
@@ -152,4 +152,4 @@ TEST(DataSampler, DistributedErrors) {
 }
 
 }  // namespace
-}  // namespace infini::data
+}  // namespace infini::data::data_sampler_test

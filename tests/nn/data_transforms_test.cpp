@@ -9,7 +9,7 @@ import infini.nn;
 
 #include "data_test_util.h"
 
-namespace infini::data {
+namespace infini::data::data_transforms_test {
 namespace {
 
 using test::expect_error;
@@ -124,4 +124,4 @@ TEST(DataTransforms, ComposeAppliesInOrder) {
 }
 
 }  // namespace
-}  // namespace infini::data
+}  // namespace infini::data::data_transforms_test

@@ -11,7 +11,7 @@
 
 import infini.nn;
 
-namespace infini::nn::test {
+namespace infini::nn::test::distance_test {
 namespace {
 
 TEST(CosineSimilarity, RowsAlongDimWithEps) {
@@ -85,4 +85,4 @@ TEST(DistanceModules, Errors) {
 }
 
 }  // namespace
-}  // namespace infini::nn::test
+}  // namespace infini::nn::test::distance_test

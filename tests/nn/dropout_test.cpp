@@ -10,7 +10,7 @@
 
 import infini.nn;
 
-namespace infini::nn::test {
+namespace infini::nn::test::dropout_test {
 namespace {
 
 TEST(Dropout, TrainingZeroesAtRatePAndScalesTheRest) {
@@ -72,4 +72,4 @@ TEST(Dropout, CloneAndErrors) {
 }
 
 }  // namespace
-}  // namespace infini::nn::test
+}  // namespace infini::nn::test::dropout_test

@@ -11,7 +11,7 @@
 
 import infini.nn;
 
-namespace infini::nn::test {
+namespace infini::nn::test::embedding_test {
 namespace {
 
 Tensor indices(const std::vector<std::int64_t>& v, const Shape& shape) { return from_vector(v, shape); }
@@ -75,4 +75,4 @@ TEST(Embedding, Errors) {
 }
 
 }  // namespace
-}  // namespace infini::nn::test
+}  // namespace infini::nn::test::embedding_test

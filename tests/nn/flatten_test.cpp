@@ -8,7 +8,7 @@
 
 import infini.nn;
 
-namespace infini::nn::test {
+namespace infini::nn::test::flatten_test {
 namespace {
 
 TEST(Flatten, MergesTheChosenDims) {
@@ -41,4 +41,4 @@ TEST(Flatten, Errors) {
 }
 
 }  // namespace
-}  // namespace infini::nn::test
+}  // namespace infini::nn::test::flatten_test

@@ -16,7 +16,7 @@
 
 import infini.nn;
 
-namespace infini {
+namespace infini::gpt2_model_test {
 namespace {
 
 using data::test::expect_error;
@@ -179,4 +179,4 @@ TEST(GPT2Model, RejectsBadConfigsAndInputs) {
 }
 
 }  // namespace
-}  // namespace infini
+}  // namespace infini::gpt2_model_test

@@ -22,7 +22,7 @@
 
 import infini.nn;
 
-namespace infini {
+namespace infini::gpt2_tokenizer_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -436,4 +436,4 @@ TEST_F(GPT2TokenizerOpenAI, MobyDick) {
 }
 
 }  // namespace
-}  // namespace infini
+}  // namespace infini::gpt2_tokenizer_test

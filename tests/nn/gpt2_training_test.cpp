@@ -20,7 +20,7 @@
 
 import infini.nn;
 
-namespace infini {
+namespace infini::gpt2_training_test {
 namespace {
 
 const std::string kDir = INFINI_TEST_DATA_DIR "/gpt2-tiny/";
@@ -135,4 +135,4 @@ TEST(GPT2TrainingCuda, AutocastFloat16WithLossScalingWithin2e2) {
 }
 
 }  // namespace
-}  // namespace infini
+}  // namespace infini::gpt2_training_test

@@ -11,7 +11,7 @@
 
 import infini.nn;
 
-namespace infini::nn::test {
+namespace infini::nn::test::init_test {
 namespace {
 
 double phi(double x) { return std::exp(-x * x / 2) / std::sqrt(2 * std::numbers::pi); }
@@ -276,4 +276,4 @@ TEST(Init, Errors) {
 }
 
 }  // namespace
-}  // namespace infini::nn::test
+}  // namespace infini::nn::test::init_test

@@ -17,7 +17,7 @@
 
 import infini.nn;
 
-namespace infini::nn::test {
+namespace infini::nn::test::kv_cache_test {
 namespace {
 
 // C 16, L 2, NH 4 (hd 4), V 37 (padded to 40), maxT 12.
@@ -260,4 +260,4 @@ TEST(KVCache, RopeTableRowsFromAnOffset) {
 }
 
 }  // namespace
-}  // namespace infini::nn::test
+}  // namespace infini::nn::test::kv_cache_test

@@ -11,7 +11,7 @@
 
 import infini.nn;
 
-namespace infini::nn::test {
+namespace infini::nn::test::linear_test {
 namespace {
 
 TEST(Linear, ForwardMatchesNaiveLoops) {
@@ -163,4 +163,4 @@ TEST(Bilinear, Errors) {
 }
 
 }  // namespace
-}  // namespace infini::nn::test
+}  // namespace infini::nn::test::linear_test

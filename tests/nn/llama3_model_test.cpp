@@ -18,7 +18,7 @@
 
 import infini.nn;
 
-namespace infini::nn::test {
+namespace infini::nn::test::llama3_model_test {
 namespace {
 
 // C 16, L 2, NH 4, KV 2 (hd 4), V 37, maxT 8; H = round(1.3 * (2 * 64 / 3 = 42)) = 55,
@@ -447,4 +447,4 @@ TEST(LLaMA3Model, RejectsBadConfigsAndInputs) {
 }
 
 }  // namespace
-}  // namespace infini::nn::test
+}  // namespace infini::nn::test::llama3_model_test

@@ -12,7 +12,7 @@
 
 import infini.nn;
 
-namespace infini::llmc::test {
+namespace infini::llmc::test::llmc_format_test {
 namespace {
 
 using Tensors = std::vector<std::pair<std::string, Tensor>>;
@@ -301,4 +301,4 @@ TEST_F(Gpt2Checkpoint, WriterRefusesAnInvalidConfigAndLeavesTheFile) {
 }
 
 }  // namespace
-}  // namespace infini::llmc::test
+}  // namespace infini::llmc::test::llmc_format_test

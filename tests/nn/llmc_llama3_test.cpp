@@ -13,7 +13,7 @@
 
 import infini.nn;
 
-namespace infini::llmc::test {
+namespace infini::llmc::test::llmc_llama3_test {
 namespace {
 
 using Tensors = std::vector<std::pair<std::string, Tensor>>;
@@ -231,4 +231,4 @@ TEST_F(Llama3Checkpoint, WriterRefusesAnInvalidConfig) {
 }
 
 }  // namespace
-}  // namespace infini::llmc::test
+}  // namespace infini::llmc::test::llmc_llama3_test

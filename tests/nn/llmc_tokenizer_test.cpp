@@ -9,7 +9,7 @@
 
 import infini.nn;
 
-namespace infini::llmc::test {
+namespace infini::llmc::test::llmc_tokenizer_test {
 namespace {
 
 // Header then entries (length byte, bytes) built by hand.
@@ -134,4 +134,4 @@ TEST_F(TokenizerFiles, RejectsTrailingBytes) {
 }
 
 }  // namespace
-}  // namespace infini::llmc::test
+}  // namespace infini::llmc::test::llmc_tokenizer_test

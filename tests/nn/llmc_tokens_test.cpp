@@ -8,7 +8,7 @@
 
 import infini.nn;
 
-namespace infini::llmc::test {
+namespace infini::llmc::test::llmc_tokens_test {
 namespace {
 
 // A GPT-2 token file of `tokens` built by hand.
@@ -168,4 +168,4 @@ TEST_F(TokenFiles, RejectsAMissingFile) {
 }
 
 }  // namespace
-}  // namespace infini::llmc::test
+}  // namespace infini::llmc::test::llmc_tokens_test

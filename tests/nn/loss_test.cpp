@@ -14,7 +14,7 @@
 
 import infini.nn;
 
-namespace infini::nn::test {
+namespace infini::nn::test::loss_test {
 namespace {
 
 Tensor targets(const std::vector<std::int64_t>& v, const Shape& shape) { return from_vector(v, shape); }
@@ -260,4 +260,4 @@ TEST(BinaryLosses, BCEAndBCEWithLogitsMatchTheirFormulas) {
 }
 
 }  // namespace
-}  // namespace infini::nn::test
+}  // namespace infini::nn::test::loss_test

@@ -14,7 +14,7 @@
 
 import infini.nn;
 
-namespace infini::optim::test {
+namespace infini::optim::test::lr_scheduler_test {
 namespace {
 
 constexpr double kPi = std::numbers::pi;
@@ -309,4 +309,4 @@ TEST(LRScheduler, ConstructorErrors) {
 }
 
 }  // namespace
-}  // namespace infini::optim::test
+}  // namespace infini::optim::test::lr_scheduler_test

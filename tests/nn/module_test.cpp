@@ -8,7 +8,7 @@
 
 import infini.nn;
 
-namespace infini::nn {
+namespace infini::nn::module_test {
 namespace {
 
 template <class E, class F>
@@ -238,4 +238,4 @@ TEST(Containers, ModuleListAndDict) {
 }
 
 }  // namespace
-}  // namespace infini::nn
+}  // namespace infini::nn::module_test

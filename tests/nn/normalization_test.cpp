@@ -12,7 +12,7 @@
 
 import infini.nn;
 
-namespace infini::nn::test {
+namespace infini::nn::test::normalization_test {
 namespace {
 
 // Normalises each consecutive block of `size` values to zero mean and unit (biased) variance.
@@ -158,4 +158,4 @@ TEST(GroupNorm, ParametersGradientsCloneAndErrors) {
 }
 
 }  // namespace
-}  // namespace infini::nn::test
+}  // namespace infini::nn::test::normalization_test

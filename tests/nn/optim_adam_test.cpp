@@ -10,7 +10,7 @@
 
 import infini.nn;
 
-namespace infini::optim::test {
+namespace infini::optim::test::optim_adam_test {
 namespace {
 
 // torch.optim.Adam's algorithm (AdamW's with `decoupled`) for one parameter vector.
@@ -259,4 +259,4 @@ TEST(OptimAdam, FusedUpdateChecksItsOperands) {
 }
 
 }  // namespace
-}  // namespace infini::optim::test
+}  // namespace infini::optim::test::optim_adam_test

@@ -15,7 +15,7 @@
 
 import infini.nn;
 
-namespace infini::optim::test {
+namespace infini::optim::test::optim_capturable_test {
 namespace {
 
 // Grad element i of a parameter at step t: varied signs and sizes, shrinking after the first
@@ -292,4 +292,4 @@ TEST(OptimCapturableCuda, CapturingANonCapturableOrUnpreparedStepIsAnError) {
 }
 
 }  // namespace
-}  // namespace infini::optim::test
+}  // namespace infini::optim::test::optim_capturable_test

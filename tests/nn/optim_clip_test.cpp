@@ -9,7 +9,7 @@
 
 import infini.nn;
 
-namespace infini::optim::test {
+namespace infini::optim::test::optim_clip_test {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
@@ -134,4 +134,4 @@ TEST(OptimClipGrad, Value) {
 }
 
 }  // namespace
-}  // namespace infini::optim::test
+}  // namespace infini::optim::test::optim_clip_test

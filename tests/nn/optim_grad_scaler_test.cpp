@@ -9,7 +9,7 @@
 
 import infini.nn;
 
-namespace infini::optim::test {
+namespace infini::optim::test::optim_grad_scaler_test {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
@@ -215,4 +215,4 @@ TEST(OptimGradScaler, LoadErrors) {
 }
 
 }  // namespace
-}  // namespace infini::optim::test
+}  // namespace infini::optim::test::optim_grad_scaler_test

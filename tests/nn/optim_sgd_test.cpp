@@ -8,7 +8,7 @@
 
 import infini.nn;
 
-namespace infini::optim::test {
+namespace infini::optim::test::optim_sgd_test {
 namespace {
 
 // torch.optim.SGD's algorithm for one parameter vector, step by step in float64.
@@ -220,4 +220,4 @@ TEST(OptimSGD, FusedUpdateChecksItsOperands) {
 }
 
 }  // namespace
-}  // namespace infini::optim::test
+}  // namespace infini::optim::test::optim_sgd_test

@@ -9,7 +9,7 @@
 
 import infini.nn;
 
-namespace infini::optim::test {
+namespace infini::optim::test::optim_state_test {
 namespace {
 
 TEST(OptimBase, GroupsParamsAndLearningRates) {
@@ -345,4 +345,4 @@ TEST(OptimState, LoadErrorsValues) {
 }
 
 }  // namespace
-}  // namespace infini::optim::test
+}  // namespace infini::optim::test::optim_state_test

@@ -14,7 +14,7 @@
 
 import infini.nn;
 
-namespace infini::nn {
+namespace infini::nn::pooling_layer_test {
 namespace {
 
 using test::expect_error;
@@ -347,4 +347,4 @@ TEST(PoolingLayers, BadInputsNameTheLayer) {
 }
 
 }  // namespace
-}  // namespace infini::nn
+}  // namespace infini::nn::pooling_layer_test

@@ -20,7 +20,7 @@
 
 import infini.nn;
 
-namespace infini {
+namespace infini::safetensors_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -634,4 +634,4 @@ TEST_F(Safetensors, SavesCudaTensorsFromHostCopies) {
 }
 
 }  // namespace
-}  // namespace infini
+}  // namespace infini::safetensors_test

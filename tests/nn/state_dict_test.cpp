@@ -3,7 +3,7 @@
 
 import infini.nn;
 
-namespace infini {
+namespace infini::state_dict_test {
 namespace {
 
 TEST(StateDict, IsSortedByName) {
@@ -14,4 +14,4 @@ TEST(StateDict, IsSortedByName) {
 }
 
 }  // namespace
-}  // namespace infini
+}  // namespace infini::state_dict_test

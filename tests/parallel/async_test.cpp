@@ -11,7 +11,7 @@
 
 import infini.parallel;
 
-namespace infini::parallel::test {
+namespace infini::parallel::test::async_test {
 namespace {
 
 namespace asio = infini::parallel::asio;
@@ -93,4 +93,4 @@ TEST(Awaitable, ManyCoroutinesInFlight) {
 }
 
 }  // namespace
-}  // namespace infini::parallel::test
+}  // namespace infini::parallel::test::async_test

@@ -11,7 +11,7 @@
 
 import infini.parallel;
 
-namespace infini::parallel::test {
+namespace infini::parallel::test::collectives_test {
 namespace {
 
 // Rank r's element i: a small integer, exact in every dtype.
@@ -289,4 +289,4 @@ TEST(Collectives, BadOperandsNameTheProblem) {
 }
 
 }  // namespace
-}  // namespace infini::parallel::test
+}  // namespace infini::parallel::test::collectives_test

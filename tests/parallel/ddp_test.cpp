@@ -15,7 +15,7 @@
 
 import infini.parallel;
 
-namespace infini::parallel::test {
+namespace infini::parallel::test::ddp_test {
 namespace {
 
 // A toy model whose registration order differs from the order backward reaches it:
@@ -279,4 +279,4 @@ TEST(DistributedDataParallel, BFloat16GradientsAccumulateInFloat32) {
 }
 
 }  // namespace
-}  // namespace infini::parallel::test
+}  // namespace infini::parallel::test::ddp_test

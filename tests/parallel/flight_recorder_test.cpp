@@ -13,7 +13,7 @@
 
 import infini.parallel;
 
-namespace infini::parallel::test {
+namespace infini::parallel::test::flight_recorder_test {
 namespace {
 
 TEST(FlightRecorder, KeepsEachOperation) {
@@ -61,4 +61,4 @@ TEST(FlightRecorder, WritesOneLinePerOperation) {
 }
 
 }  // namespace
-}  // namespace infini::parallel::test
+}  // namespace infini::parallel::test::flight_recorder_test

@@ -9,7 +9,7 @@
 
 import infini.parallel;
 
-namespace infini::parallel::test {
+namespace infini::parallel::test::groups_test {
 namespace {
 
 TEST(Groups, NewGroupOfEvenRanks) {
@@ -104,4 +104,4 @@ TEST(Layout, GroupsPerDimension) {
 }
 
 }  // namespace
-}  // namespace infini::parallel::test
+}  // namespace infini::parallel::test::groups_test

@@ -9,7 +9,7 @@
 
 import infini.parallel;
 
-namespace infini::parallel::test {
+namespace infini::parallel::test::nccl_test {
 namespace {
 
 double value(int r, std::int64_t i) { return static_cast<double>((r + 2 * i) % 5 + 1); }
@@ -90,4 +90,4 @@ TEST(Nccl, MixedDevicesAreRejected) {
 }
 
 }  // namespace
-}  // namespace infini::parallel::test
+}  // namespace infini::parallel::test::nccl_test

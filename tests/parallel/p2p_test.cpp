@@ -9,7 +9,7 @@
 
 import infini.parallel;
 
-namespace infini::parallel::test {
+namespace infini::parallel::test::p2p_test {
 namespace {
 
 double value(int r, std::int64_t i) { return static_cast<double>((3 * r + i) % 11); }
@@ -84,4 +84,4 @@ TEST(PointToPoint, SixtyFourMebibytesStrided) {
 }
 
 }  // namespace
-}  // namespace infini::parallel::test
+}  // namespace infini::parallel::test::p2p_test

@@ -10,7 +10,7 @@
 
 import infini.parallel;
 
-namespace infini::parallel::test {
+namespace infini::parallel::test::pipeline_schedule_test {
 namespace {
 
 // rank's ops as "F0 F1 B0 ..." (".c" for chunk c when there are several).
@@ -148,4 +148,4 @@ TEST(PipelineSchedules, RendersTextSvgAndTrace) {
 }
 
 }  // namespace
-}  // namespace infini::parallel::test
+}  // namespace infini::parallel::test::pipeline_schedule_test

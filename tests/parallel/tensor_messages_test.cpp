@@ -11,7 +11,7 @@
 
 import infini.parallel;
 
-namespace infini::parallel::test {
+namespace infini::parallel::test::tensor_messages_test {
 namespace {
 
 // Message k of rank r: a different dtype and shape each, values from (r, k).
@@ -48,4 +48,4 @@ TEST(TensorMessages, CarryDtypeAndShape) {
 }
 
 }  // namespace
-}  // namespace infini::parallel::test
+}  // namespace infini::parallel::test::tensor_messages_test

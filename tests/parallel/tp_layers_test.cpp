@@ -12,7 +12,7 @@
 
 import infini.parallel;
 
-namespace infini::parallel::test {
+namespace infini::parallel::test::tp_layers_test {
 namespace {
 
 constexpr double kTol = 1e-12;
@@ -257,4 +257,4 @@ TEST(VocabParallelCrossEntropy, MatchesTheWholeRowsWithPaddingAndIgnoredRows) {
 }
 
 }  // namespace
-}  // namespace infini::parallel::test
+}  // namespace infini::parallel::test::tp_layers_test

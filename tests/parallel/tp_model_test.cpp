@@ -13,7 +13,7 @@
 
 import infini.parallel;
 
-namespace infini::parallel::test {
+namespace infini::parallel::test::tp_model_test {
 namespace {
 
 class TensorParallelModel : public ::testing::TestWithParam<bool> {};
@@ -110,4 +110,4 @@ INSTANTIATE_TEST_SUITE_P(SequenceParallel, TensorParallelModel, ::testing::Bool(
                          [](const ::testing::TestParamInfo<bool>& info) { return info.param ? "sp" : "tp"; });
 
 }  // namespace
-}  // namespace infini::parallel::test
+}  // namespace infini::parallel::test::tp_model_test

@@ -10,6 +10,7 @@
 
 #include "infini/cuda/block_allocator.h"
 
+namespace block_allocator_test {
 namespace {
 
 using infini::memory::BlockAllocator;
@@ -260,3 +261,5 @@ TEST(BlockAllocator, ABlockFreedByACaptureFromAnotherPoolIsHeldBackUntilRelease)
 }
 
 }  // namespace
+
+}  // namespace block_allocator_test

@@ -10,6 +10,7 @@ import infini.tensor;
 
 #include "values.h"
 
+namespace copy_test {
 using namespace infini;
 
 namespace {
@@ -207,3 +208,5 @@ TEST(CopyLarge, BatchedTransposeTiles) {
 }
 
 }  // namespace
+
+}  // namespace copy_test

@@ -9,6 +9,7 @@ import infini.tensor;
 
 #include "values.h"
 
+namespace cuda_graph_test {
 using namespace infini;
 
 namespace {
@@ -108,3 +109,5 @@ TEST(CudaGraph, OpsThatReadBackOrDrawRandomNumbersAreRefusedInsideACapture) {
 }
 
 }  // namespace
+
+}  // namespace cuda_graph_test

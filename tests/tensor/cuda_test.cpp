@@ -10,6 +10,7 @@ import infini.tensor;
 
 #include "values.h"
 
+namespace cuda_test {
 using namespace infini;
 
 namespace {
@@ -154,3 +155,5 @@ TEST(CudaKernels, EveryKernelTableHasACudaEntry) {
 }
 
 }  // namespace
+
+}  // namespace cuda_test

@@ -7,6 +7,7 @@
 #include <limits>
 import infini.tensor;
 
+namespace dtype_test {
 using namespace infini;
 
 namespace {
@@ -141,3 +142,5 @@ TEST(Convert, WideSourcesRoundOnceToSixteenBits) {
 }
 
 }  // namespace
+
+}  // namespace dtype_test

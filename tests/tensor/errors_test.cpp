@@ -12,6 +12,7 @@
 #include <typeinfo>
 import infini.tensor;
 
+namespace errors_test {
 using namespace infini;
 
 namespace {
@@ -196,3 +197,5 @@ TEST(Errors, ConstructionFromStorage) {
 }
 
 }  // namespace
+
+}  // namespace errors_test

@@ -9,6 +9,7 @@ import infini.tensor;
 
 #include "values.h"
 
+namespace factories_test {
 using namespace infini;
 
 namespace {
@@ -216,3 +217,5 @@ TEST(Factories, FromBlobSharesMemoryAndRunsDeleterOnce) {
 }
 
 }  // namespace
+
+}  // namespace factories_test

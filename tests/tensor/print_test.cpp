@@ -9,6 +9,7 @@
 #include <string>
 import infini.tensor;
 
+namespace print_test {
 using namespace infini;
 
 namespace {
@@ -126,3 +127,5 @@ TEST(Print, StreamOperatorMatchesStr) {
 }
 
 }  // namespace
+
+}  // namespace print_test

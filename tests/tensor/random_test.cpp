@@ -16,6 +16,7 @@
 #include "infini/math/random_transforms.h"
 import infini.tensor;
 
+namespace random_test {
 using namespace infini;
 
 namespace {
@@ -268,3 +269,5 @@ TEST(Random, DTypeErrors) {
 }
 
 }  // namespace
+
+}  // namespace random_test

@@ -7,6 +7,7 @@
 #include <vector>
 import infini.tensor;
 
+namespace storage_test {
 using namespace infini;
 
 namespace {
@@ -163,3 +164,5 @@ TEST(Storage, FailedAllocationRaisesOutOfMemory) {
 }
 
 }  // namespace
+
+}  // namespace storage_test

@@ -6,6 +6,7 @@
 #include <vector>
 import infini.tensor;
 
+namespace views_test {
 using namespace infini;
 
 namespace {
@@ -346,3 +347,5 @@ TEST(Views, ZeroDimTensors) {
 }
 
 }  // namespace
+
+}  // namespace views_test
