@@ -100,9 +100,10 @@ struct BinaryFn {
   }
 };
 
-// out[o] = f(a[o'], b[o'']) for the n elements of `shape` (strides of out, a, b).
-template <class Out, class T, class F>
-__global__ void binary_strided(Out* out, const T* a, const T* b, detail::SharedShape<3> shape, std::int64_t n,
+// out[o] = f(a[o'], b[o'']) for the n elements of `shape` (strides of out, a, b); a of
+// T, b of U (T, or a widened operand's type).
+template <class Out, class T, class U, class F>
+__global__ void binary_strided(Out* out, const T* a, const U* b, detail::SharedShape<3> shape, std::int64_t n,
                                F f) {
   for (std::int64_t i = detail::first_index(); i < n; i += detail::grid_step()) {
     std::int64_t off[3];
@@ -112,13 +113,15 @@ __global__ void binary_strided(Out* out, const T* a, const T* b, detail::SharedS
 }
 
 // Contiguous out, a, b of n elements, aligned to V elements: V at a time, then the tail.
-template <class Out, class T, int V, class F>
-__global__ void binary_contiguous(Out* out, const T* a, const T* b, std::int64_t n, F f) {
-  using InVec = detail::Vec<T, V>;
+template <class Out, class T, class U, int V, class F>
+__global__ void binary_contiguous(Out* out, const T* a, const U* b, std::int64_t n, F f) {
+  using AVec = detail::Vec<T, V>;
+  using BVec = detail::Vec<U, V>;
   using OutVec = detail::Vec<Out, V>;
   const std::int64_t vectors = n / V;
   for (std::int64_t i = detail::first_index(); i < vectors; i += detail::grid_step()) {
-    const InVec x = reinterpret_cast<const InVec*>(a)[i], y = reinterpret_cast<const InVec*>(b)[i];
+    const AVec x = reinterpret_cast<const AVec*>(a)[i];
+    const BVec y = reinterpret_cast<const BVec*>(b)[i];
     OutVec z;
 #pragma unroll
     for (int k = 0; k < V; ++k) z.v[k] = convert<Out>(f(widen(x.v[k]), widen(y.v[k])));
@@ -128,26 +131,43 @@ __global__ void binary_contiguous(Out* out, const T* a, const T* b, std::int64_t
     out[i] = convert<Out>(f(widen(a[i]), widen(b[i])));
 }
 
-template <BinaryOp Op, class T>
+// a of T and b of U: one type, or a float32 and a 16-bit float operand (widened, computed
+// and stored in float32).
+template <BinaryOp Op, class T, class U = T>
 void launch(const StridedArray& out, const StridedArray& a, const StridedArray& b, std::int64_t n,
             std::int32_t* flag) {
-  using Out = std::conditional_t<returns_bool(Op), bool, T>;
-  const BinaryFn<Op, compute_t<T>> f{flag};
+  constexpr bool one_type = std::is_same_v<T, U>;
+  using C = std::conditional_t<one_type, compute_t<T>, float>;
+  using Out = std::conditional_t<returns_bool(Op), bool, std::conditional_t<one_type, T, float>>;
+  const BinaryFn<Op, C> f{flag};
   Out* o = static_cast<Out*>(out.data);
   const T* x = static_cast<const T*>(a.data);
-  const T* y = static_cast<const T*>(b.data);
+  const U* y = static_cast<const U*>(b.data);
   if constexpr (detail::is_float_compute<T>) {
-    constexpr int V = detail::kVecWidth<T>;
+    constexpr int V = std::min(detail::kVecWidth<T>, detail::kVecWidth<U>);
     if (detail::all_contiguous({&out, &a, &b}) && detail::aligned(o, sizeof(Out) * V) &&
-        detail::aligned(x, sizeof(T) * V) && detail::aligned(y, sizeof(T) * V)) {
-      binary_contiguous<Out, T, V><<<detail::blocks_for(std::max<std::int64_t>(n / V, 1)), detail::kThreads, 0,
-                                     detail::stream()>>>(o, x, y, n, f);
+        detail::aligned(x, sizeof(T) * V) && detail::aligned(y, sizeof(U) * V)) {
+      binary_contiguous<Out, T, U, V><<<detail::blocks_for(std::max<std::int64_t>(n / V, 1)), detail::kThreads, 0,
+                                        detail::stream()>>>(o, x, y, n, f);
       return;
     }
   }
   const StridedArray* arrays[3] = {&out, &a, &b};
-  binary_strided<Out, T><<<detail::blocks_for(n), detail::kThreads, 0, detail::stream()>>>(
+  binary_strided<Out, T, U><<<detail::blocks_for(n), detail::kThreads, 0, detail::stream()>>>(
       o, x, y, detail::shared_shape(arrays), n, f);
+}
+
+// Add, Sub or Mul of a float32 and a float16/bfloat16 operand (either order) into float32.
+template <BinaryOp Op>
+void launch_widened(const StridedArray& out, const StridedArray& a, const StridedArray& b, std::int64_t n) {
+  const auto with_half = [&](ElementType half, auto&& f) {
+    if (half == ElementType::BF16) f(__nv_bfloat16{});
+    else f(__half{});
+  };
+  if (a.type == ElementType::F32)
+    with_half(b.type, [&](auto zero) { launch<Op, float, decltype(zero)>(out, a, b, n, nullptr); });
+  else
+    with_half(a.type, [&](auto zero) { launch<Op, decltype(zero), float>(out, a, b, n, nullptr); });
 }
 
 // out[o] = cond[c] ? a[x] : b[y]; T is an unsigned integer of the element's size (where
@@ -177,8 +197,28 @@ bool binary_needs_flag(BinaryOp op, ElementType type) {
   return (op == BinaryOp::FloorDiv || op == BinaryOp::Pow) && !is_floating(type) && type != ElementType::Bool;
 }
 
+bool binary_widens(BinaryOp op, ElementType out, ElementType a, ElementType b) {
+  const auto half = [](ElementType t) { return t == ElementType::F16 || t == ElementType::BF16; };
+  return (op == BinaryOp::Add || op == BinaryOp::Sub || op == BinaryOp::Mul) && out == ElementType::F32 &&
+         ((a == ElementType::F32 && half(b)) || (half(a) && b == ElementType::F32));
+}
+
 BinaryFailure binary(const StridedArray& out, const StridedArray& a, const StridedArray& b, BinaryOp op,
                      std::int32_t* flag, int device) {
+  if (a.type != b.type) {
+    if (!binary_widens(op, out.type, a.type, b.type))
+      throw CudaError("binary: operands of two types that are not a float32 and a widened 16-bit float");
+    const std::int64_t n = detail::numel(out);
+    if (n == 0) return BinaryFailure::None;
+    detail::use_device(device);
+    StridedArray o = out, x = a, y = b;
+    detail::coalesce({&o, &x, &y});
+    detail::with_op<BinaryOp, kBinaryOpCount>(op, [&]<BinaryOp Op>() {
+      if constexpr (Op == BinaryOp::Add || Op == BinaryOp::Sub || Op == BinaryOp::Mul) launch_widened<Op>(o, x, y, n);
+    });
+    detail::after_launch("binary", {static_cast<int>(op), static_cast<int>(a.type), static_cast<int>(b.type)});
+    return BinaryFailure::None;
+  }
   if (!binary_supported(op, a.type)) throw CudaError("binary: op not defined for the element type");
   const bool checked = binary_needs_flag(op, a.type);
   if (checked && flag == nullptr) throw CudaError("binary: integer floor_divide/pow need a flag buffer");

@@ -69,6 +69,21 @@ DataType binary_compute_type(BinaryOp op, DataType a, DataType b) {
   return t;
 }
 
+bool reads_widened(BinaryOp op, DataType compute, DataType t, DataType other) {
+  const bool arithmetic = op == BinaryOp::Add || op == BinaryOp::Sub || op == BinaryOp::Mul;
+  return arithmetic && compute == kFloat32 && other == kFloat32 && (t == kFloat16 || t == kBFloat16);
+}
+
+namespace {
+
+// t as the kernel reads it when the other operand is of dtype `other`: as it is if the
+// kernel widens it, else converted to `compute`.
+Tensor kernel_operand(BinaryOp op, DataType compute, const Tensor& t, DataType other) {
+  return reads_widened(op, compute, t.dtype(), other) ? t : t.to(compute);
+}
+
+}  // namespace
+
 Tensor binary(BinaryOp op, const Tensor& a_in, const Tensor& b_in) {
   NoGradGuard no_grad;
   const Tensor a = scalar_to(a_in, b_in.device()), b = scalar_to(b_in, a.device());
@@ -76,7 +91,8 @@ Tensor binary(BinaryOp op, const Tensor& a_in, const Tensor& b_in) {
   const Shape shape = broadcast_shapes(op_name(op), a.shape(), b.shape());
   const DataType compute = binary_compute_type(op, a.dtype(), b.dtype());
   Tensor out = empty(shape, {.dtype = returns_bool(op) ? kBool : compute, .device = a.device()});
-  KernelTable<BinaryKernel>::call(a.device(), out, a.to(compute).expand(shape), b.to(compute).expand(shape), op);
+  KernelTable<BinaryKernel>::call(a.device(), out, kernel_operand(op, compute, a, b.dtype()).expand(shape),
+                                  kernel_operand(op, compute, b, a.dtype()).expand(shape), op);
   return out;
 }
 
@@ -112,7 +128,8 @@ void binary_(BinaryOp op, const Tensor& out, const Tensor& b_in) {
   if (shape != out.shape())
     throw ShapeError(op_name(op), concat("in-place operand of shape ", b.shape(), " does not broadcast to ",
                                          out.shape()));
-  KernelTable<BinaryKernel>::call(out.device(), out, out, b.to(compute).expand(shape), op);
+  KernelTable<BinaryKernel>::call(out.device(), out, out, kernel_operand(op, compute, b, out.dtype()).expand(shape),
+                                  op);
   out.storage().bump_version();
 }
 

@@ -51,6 +51,9 @@ struct UnaryKernel {
 };
 // out[i] = op(a[i], b[i]); a, b (possibly expanded) share out's shape and one dtype;
 // out's dtype is theirs, or bool for comparisons and logical ops. out may alias a.
+// One exception (reads_widened): for Add, Sub and Mul with a float32 out, one of a and b
+// may be float16 or bfloat16 while the other is float32; the kernel widens it (exactly)
+// as it reads it, which gives the bits of casting it to float32 first.
 struct BinaryKernel {
   static constexpr std::string_view name = "binary";
   using Fn = void (*)(const Tensor& out, const Tensor& a, const Tensor& b, BinaryOp op);
@@ -89,6 +92,9 @@ Tensor binary(BinaryOp op, const Tensor& a, const Scalar& b);
 Tensor binary(BinaryOp op, const Scalar& a, const Tensor& b);
 // out = op(out, b) in place; b must broadcast to out and the result dtype must be out's.
 void binary_(BinaryOp op, const Tensor& out, const Tensor& b);
+// Whether binary() and binary_() pass an operand of dtype t to the kernel as it is, to be
+// widened to the compute dtype as it is read (see BinaryKernel), when the other is `other`.
+bool reads_widened(BinaryOp op, DataType compute, DataType t, DataType other);
 
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
 

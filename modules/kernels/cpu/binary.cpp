@@ -16,20 +16,21 @@ namespace {
 // A vectorized routine for contiguous float32 rows (vector_rows.h).
 using FloatRow = void (*)(float* out, const float* a, const float* b, std::int64_t n) noexcept;
 
-// out[i] = f(a[i], b[i]) with compute_t<T> arguments; contiguous float32 rows go to
+// out[i] = f(a[i], b[i]) with compute_t<T> arguments (float when a, of T, and b, of U,
+// differ: a float32 and a widened 16-bit operand); contiguous float32 rows go to
 // `float_row` instead when one is given.
-template <class Out, class T, class F>
+template <class Out, class T, class U = T, class F>
 void zip(const Tensor& out, const Tensor& a, const Tensor& b, F f, FloatRow float_row = nullptr) {
-  using C = compute_t<T>;
+  using C = std::conditional_t<std::is_same_v<T, U>, compute_t<T>, float>;
   Out* o = static_cast<Out*>(out.data_ptr());
   const T* x = static_cast<const T*>(a.data_ptr());
-  const T* y = static_cast<const T*>(b.data_ptr());
+  const U* y = static_cast<const U*>(b.data_ptr());
   for_each_row<3>(out.shape(), {out.strides(), a.strides(), b.strides()},
                   [&](const std::array<std::int64_t, 3>& at, std::int64_t n, const std::array<std::int64_t, 3>& step) {
                     Out* po = o + at[0];
                     const T* px = x + at[1];
-                    const T* py = y + at[2];
-                    if constexpr (std::is_same_v<Out, float> && std::is_same_v<T, float>) {
+                    const U* py = y + at[2];
+                    if constexpr (std::is_same_v<Out, float> && std::is_same_v<T, float> && std::is_same_v<U, float>) {
                       if (float_row && step[0] == 1 && step[1] == 1 && step[2] == 1) return float_row(po, px, py, n);
                     }
                     if (step[0] == 1 && step[1] == 1 && step[2] == 1) {
@@ -134,7 +135,32 @@ void binary_typed(const Tensor& out, const Tensor& a, const Tensor& b, BinaryOp 
   throw DTypeError("binary", concat("op ", static_cast<int>(op), " is not defined for ", a.dtype()));
 }
 
+// Add, Sub or Mul of a float32 T and a 16-bit U, or the reverse (BinaryKernel's widened
+// operand), into float32.
+template <class T, class U>
+void widened_typed(const Tensor& out, const Tensor& a, const Tensor& b, BinaryOp op) {
+  switch (op) {
+    case BinaryOp::Add: return zip<float, T, U>(out, a, b, [](float x, float y) { return x + y; });
+    case BinaryOp::Sub: return zip<float, T, U>(out, a, b, [](float x, float y) { return x - y; });
+    case BinaryOp::Mul: return zip<float, T, U>(out, a, b, [](float x, float y) { return x * y; });
+    default: throw DTypeError("binary", concat("op ", static_cast<int>(op), " takes operands of one dtype"));
+  }
+}
+
+void binary_widened(const Tensor& out, const Tensor& a, const Tensor& b, BinaryOp op) {
+  const DataType x = a.dtype(), y = b.dtype();
+  if (out.dtype() == kFloat32) {
+    if (x == kFloat32 && y == kBFloat16) return widened_typed<float, BFloat16>(out, a, b, op);
+    if (x == kFloat32 && y == kFloat16) return widened_typed<float, Half>(out, a, b, op);
+    if (x == kBFloat16 && y == kFloat32) return widened_typed<BFloat16, float>(out, a, b, op);
+    if (x == kFloat16 && y == kFloat32) return widened_typed<Half, float>(out, a, b, op);
+  }
+  throw DTypeError("binary", concat("operands of ", x, " and ", y, " into ", out.dtype(),
+                                    " (expected one dtype, or float32 and a 16-bit float into float32)"));
+}
+
 void binary_cpu(const Tensor& out, const Tensor& a, const Tensor& b, BinaryOp op) {
+  if (a.dtype() != b.dtype()) return binary_widened(out, a, b, op);
   dispatch(a.dtype(), [&]<class T>() { binary_typed<T>(out, a, b, op); });
 }
 

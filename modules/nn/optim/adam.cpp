@@ -85,6 +85,8 @@ void AdamBase<Options, kDecoupled>::scaled_step(double grad_scale) {
     return capturable_step(full({}, grad_scale, {.dtype = kFloat64, .device = steps_.device()}));
   }
   this->refuse_capture("step", "call set_capturable(true) before capturing its step");
+  // Each group's parameters in one multi-tensor update.
+  std::vector<std::vector<AdamTensors>> groups(this->num_param_groups());
   this->for_each_grad([&](std::size_t group, std::size_t index, const Tensor& param, const Tensor& grad) {
     const Options& o = this->options_[group];
     std::optional<AdamState>& state = this->state_[index];
@@ -97,17 +99,20 @@ void AdamBase<Options, kDecoupled>::scaled_step(double grad_scale) {
     if (o.amsgrad && !state->max_exp_avg_sq.defined())
       state->max_exp_avg_sq = zeros(param.shape(), {.dtype = param.dtype(), .device = param.device()});
     ++state->step;
-    adam_update_(param, grad, state->exp_avg, state->exp_avg_sq, state->max_exp_avg_sq,
-                 {.lr = o.lr,
-                  .beta1 = o.betas[0],
-                  .beta2 = o.betas[1],
-                  .eps = o.eps,
-                  .weight_decay = o.weight_decay,
-                  .decoupled_weight_decay = kDecoupled,
-                  .amsgrad = o.amsgrad,
-                  .step = state->step,
-                  .grad_scale = grad_scale});
+    groups[group].push_back(
+        {param, grad, state->exp_avg, state->exp_avg_sq, state->max_exp_avg_sq, state->step, Tensor()});
   });
+  for (std::size_t group = 0; group < groups.size(); ++group) {
+    const Options& o = this->options_[group];
+    adam_update_(groups[group], {.lr = o.lr,
+                                 .beta1 = o.betas[0],
+                                 .beta2 = o.betas[1],
+                                 .eps = o.eps,
+                                 .weight_decay = o.weight_decay,
+                                 .decoupled_weight_decay = kDecoupled,
+                                 .amsgrad = o.amsgrad,
+                                 .grad_scale = grad_scale});
+  }
 }
 
 template <class Options, bool kDecoupled>
@@ -161,19 +166,22 @@ void AdamBase<Options, kDecoupled>::capturable_step(const Tensor& grad_scale) {
   } else {
     for (const Update& u : updates) add_(this->state_[u.index]->device_step, 1);
   }
+  std::vector<std::vector<AdamTensors>> groups(this->num_param_groups());
   for (const Update& u : updates) {
-    const Options& o = this->options_[u.group];
-    AdamState& state = *this->state_[u.index];
-    adam_update_(u.param, u.grad, state.exp_avg, state.exp_avg_sq, state.max_exp_avg_sq,
+    const AdamState& state = *this->state_[u.index];
+    groups[u.group].push_back(
+        {u.param, u.grad, state.exp_avg, state.exp_avg_sq, state.max_exp_avg_sq, 1, state.device_step});
+  }
+  for (std::size_t group = 0; group < groups.size(); ++group) {
+    const Options& o = this->options_[group];
+    adam_update_(groups[group],
                  {.beta1 = o.betas[0],
                   .beta2 = o.betas[1],
                   .eps = o.eps,
                   .weight_decay = o.weight_decay,
                   .decoupled_weight_decay = kDecoupled,
                   .amsgrad = o.amsgrad},
-                 {.lr = lrs_.select(0, static_cast<std::int64_t>(u.group)),
-                  .step = state.device_step,
-                  .grad_scale = grad_scale});
+                 lrs_.select(0, static_cast<std::int64_t>(group)), grad_scale);
   }
 }
 

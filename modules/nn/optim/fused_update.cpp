@@ -7,6 +7,7 @@
 // float32 and float64 round as PyTorch's scalar CPU kernels do (its vectorized ones may fuse
 // some multiply-adds, a last-bit difference).
 module;
+#include <algorithm>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -100,16 +101,16 @@ void adam_loop(T* p, const T* g, T* m, T* v, T* vmax, std::int64_t n, const Adam
 #if INFINI_HAS_CUDA
 cuda::ElementType element_type(DataType dtype) { return static_cast<cuda::ElementType>(dtype); }
 
-// Runs update(p's element type, {tensor}, options, p's device), turning a cuda::CudaError into
-// a DeviceError from `op`.
+// Runs update(dtype's element type, entries, options, device), turning a cuda::CudaError
+// into a DeviceError from `op`.
 template <class Entry, class Options>
-void update_on_cuda(std::string_view op, const Tensor& p,
-                    void (*update)(cuda::ElementType, std::span<const Entry>, const Options&, int), const Entry& tensor,
-                    const Options& options) {
+void update_on_cuda(std::string_view op, DataType dtype, Device device,
+                    void (*update)(cuda::ElementType, std::span<const Entry>, const Options&, int),
+                    std::span<const Entry> entries, const Options& options) {
   try {
-    update(element_type(p.dtype()), {&tensor, 1}, options, p.device().index);
+    update(element_type(dtype), entries, options, device.index);
   } catch (const cuda::CudaError& e) {
-    throw DeviceError(op, concat("on ", p.device(), ": ", e.what()));
+    throw DeviceError(op, concat("on ", device, ": ", e.what()));
   }
 }
 
@@ -125,21 +126,28 @@ void sgd_cuda(const Tensor& p, const Tensor& g, const Tensor& buffer, const SGDU
                                  .weight_decay = u.weight_decay,
                                  .nesterov = u.nesterov,
                                  .first_momentum_step = u.first_momentum_step};
-  update_on_cuda("sgd_update_", p, &cuda::sgd_update, tensor, options);
+  update_on_cuda("sgd_update_", p.dtype(), p.device(), &cuda::sgd_update, std::span{&tensor, 1}, options);
 }
 
-// scalars: the capturable update's (undefined tensors: u's values).
-void adam_cuda(const Tensor& p, const Tensor& g, const Tensor& exp_avg, const Tensor& exp_avg_sq,
-               const Tensor& max_exp_avg_sq, const AdamUpdate& u, const AdamScalarTensors& scalars) {
-  const bool on_device = scalars.lr.defined();
-  const cuda::AdamTensor tensor{.param = p.data_ptr(),
-                                .grad = g.data_ptr(),
-                                .exp_avg = exp_avg.data_ptr(),
-                                .exp_avg_sq = exp_avg_sq.data_ptr(),
-                                .max_exp_avg_sq = u.amsgrad ? max_exp_avg_sq.data_ptr() : nullptr,
-                                .numel = p.numel(),
-                                .step = u.step,
-                                .device_step = on_device ? scalars.step.data_ptr<std::int64_t>() : nullptr};
+// The multi-tensor kernel's entry for the contiguous CUDA tensors of one parameter (p may
+// be a contiguous copy of it); device_step: a capturable update's step, else undefined.
+cuda::AdamTensor adam_entry(const Tensor& p, const Tensor& g, const Tensor& exp_avg, const Tensor& exp_avg_sq,
+                            const Tensor& max_exp_avg_sq, const AdamUpdate& u, const Tensor& device_step) {
+  return {.param = p.data_ptr(),
+          .grad = g.data_ptr(),
+          .exp_avg = exp_avg.data_ptr(),
+          .exp_avg_sq = exp_avg_sq.data_ptr(),
+          .max_exp_avg_sq = u.amsgrad ? max_exp_avg_sq.data_ptr() : nullptr,
+          .numel = p.numel(),
+          .step = u.step,
+          .device_step = device_step.defined() ? device_step.data_ptr<std::int64_t>() : nullptr};
+}
+
+// Updates `entries` (parameters of `dtype` on `device`) in shared launches; lr and
+// grad_scale: a capturable update's tensors (undefined: u's values).
+void adam_cuda(std::span<const cuda::AdamTensor> entries, DataType dtype, Device device, const AdamUpdate& u,
+               const Tensor& lr, const Tensor& grad_scale) {
+  const bool on_device = lr.defined();
   const cuda::AdamOptions options{.lr = u.lr,
                                   .beta1 = u.beta1,
                                   .beta2 = u.beta2,
@@ -148,9 +156,9 @@ void adam_cuda(const Tensor& p, const Tensor& g, const Tensor& exp_avg, const Te
                                   .decoupled_weight_decay = u.decoupled_weight_decay,
                                   .amsgrad = u.amsgrad,
                                   .grad_scale = u.grad_scale,
-                                  .device_lr = on_device ? scalars.lr.data_ptr<double>() : nullptr,
-                                  .device_grad_scale = on_device ? scalars.grad_scale.data_ptr<double>() : nullptr};
-  update_on_cuda("adam_update_", p, &cuda::adam_update, tensor, options);
+                                  .device_lr = on_device ? lr.data_ptr<double>() : nullptr,
+                                  .device_grad_scale = on_device ? grad_scale.data_ptr<double>() : nullptr};
+  update_on_cuda("adam_update_", dtype, device, &cuda::adam_update, entries, options);
 }
 #endif
 
@@ -163,46 +171,105 @@ void check_scalar(std::string_view op, std::string_view what, const Tensor& para
     throw DeviceError(op, concat(what, " is on ", t.device(), ", expected the parameter's device ", param.device()));
 }
 
-// The update shared by both adam_update_ overloads; scalars.lr undefined: u's own scalars.
-void adam_update_impl(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
-                      const Tensor& max_exp_avg_sq, AdamUpdate u, const AdamScalarTensors& scalars) {
+// Checks one parameter's tensors and scalars and returns u with the scalars the update
+// uses: a capturable update's (scalars.lr defined) on the CPU are read here.
+AdamUpdate checked_adam_update(const AdamTensors& t, AdamUpdate u, const AdamScalarTensors& scalars) {
   constexpr std::string_view op = "adam_update_";
-  check_param(op, param);
-  check_operand(op, "grad", param, grad, false);
-  check_operand(op, "exp_avg", param, exp_avg, true);
-  check_operand(op, "exp_avg_sq", param, exp_avg_sq, true);
-  if (u.amsgrad) check_operand(op, "max_exp_avg_sq", param, max_exp_avg_sq, true);
+  check_param(op, t.param);
+  check_operand(op, "grad", t.param, t.grad, false);
+  check_operand(op, "exp_avg", t.param, t.exp_avg, true);
+  check_operand(op, "exp_avg_sq", t.param, t.exp_avg_sq, true);
+  if (u.amsgrad) check_operand(op, "max_exp_avg_sq", t.param, t.max_exp_avg_sq, true);
   const bool from_tensors = scalars.lr.defined();
   if (from_tensors) {
-    check_scalar(op, "lr", param, scalars.lr, kFloat64);
-    check_scalar(op, "step", param, scalars.step, kInt64);
-    check_scalar(op, "grad_scale", param, scalars.grad_scale, kFloat64);
+    check_scalar(op, "lr", t.param, scalars.lr, kFloat64);
+    check_scalar(op, "step", t.param, scalars.step, kInt64);
+    check_scalar(op, "grad_scale", t.param, scalars.grad_scale, kFloat64);
   }
   // On the CPU the tensors' values are the host scalars.
-  const bool read_on_host = from_tensors && param.device().is_cpu();
+  const bool read_on_host = from_tensors && t.param.device().is_cpu();
   if (read_on_host) {
     u.lr = scalars.lr.item<double>();
     u.step = scalars.step.item<std::int64_t>();
     u.grad_scale = scalars.grad_scale.item<double>();
   }
   if ((!from_tensors || read_on_host) && u.step < 1) throw Error(op, concat("step must be >= 1, got ", u.step));
-  const Tensor g = grad.contiguous();
-  write_param(param, [&](const Tensor& p) {
+  return u;
+}
+
+void bump_adam_versions(const AdamTensors& t, bool amsgrad) {
+  t.exp_avg.storage().bump_version();
+  t.exp_avg_sq.storage().bump_version();
+  if (amsgrad) t.max_exp_avg_sq.storage().bump_version();
+}
+
+// The update of one parameter; scalars.lr undefined: u's own scalars.
+void adam_update_one(const AdamTensors& t, const AdamUpdate& update, const AdamScalarTensors& scalars) {
+  const AdamUpdate u = checked_adam_update(t, update, scalars);
+  const Tensor g = t.grad.contiguous();
+  write_param(t.param, [&](const Tensor& p) {
 #if INFINI_HAS_CUDA
-    if (p.device().is_cuda()) return adam_cuda(p, g, exp_avg, exp_avg_sq, max_exp_avg_sq, u, scalars);
+    if (p.device().is_cuda()) {
+      const Tensor device_step = scalars.lr.defined() ? scalars.step : Tensor();
+      const cuda::AdamTensor entry = adam_entry(p, g, t.exp_avg, t.exp_avg_sq, t.max_exp_avg_sq, u, device_step);
+      return adam_cuda({&entry, 1}, p.dtype(), p.device(), u, scalars.lr, scalars.grad_scale);
+    }
 #endif
-    dispatch_floating(op, p.dtype(), [&]<class T>() {
-      T* const moments[2] = {exp_avg.data_ptr<T>(), exp_avg_sq.data_ptr<T>()};
+    dispatch_floating("adam_update_", p.dtype(), [&]<class T>() {
+      T* const moments[2] = {t.exp_avg.data_ptr<T>(), t.exp_avg_sq.data_ptr<T>()};
       if (u.amsgrad)
-        adam_loop<T, true>(p.data_ptr<T>(), g.data_ptr<T>(), moments[0], moments[1], max_exp_avg_sq.data_ptr<T>(),
+        adam_loop<T, true>(p.data_ptr<T>(), g.data_ptr<T>(), moments[0], moments[1], t.max_exp_avg_sq.data_ptr<T>(),
                            p.numel(), u);
       else
         adam_loop<T, false>(p.data_ptr<T>(), g.data_ptr<T>(), moments[0], moments[1], nullptr, p.numel(), u);
     });
   });
-  exp_avg.storage().bump_version();
-  exp_avg_sq.storage().bump_version();
-  if (u.amsgrad) max_exp_avg_sq.storage().bump_version();
+  bump_adam_versions(t, u.amsgrad);
+}
+
+// The multi-tensor update; lr undefined: host scalars, each parameter's step its own.
+void adam_update_many(std::span<const AdamTensors> params, const AdamUpdate& update, const Tensor& lr,
+                      const Tensor& grad_scale) {
+#if INFINI_HAS_CUDA
+  // Contiguous CUDA parameters share launches, one run per (dtype, device) in order of
+  // first appearance; the others go one by one.
+  struct Run {
+    DataType dtype;
+    Device device;
+    std::vector<cuda::AdamTensor> entries;
+    std::vector<const AdamTensors*> params;
+  };
+  std::vector<Run> runs;
+#endif
+  for (const AdamTensors& t : params) {
+    AdamUpdate u = update;
+    u.step = t.step;
+    const AdamScalarTensors scalars{
+        .lr = lr, .step = lr.defined() ? t.device_step : Tensor(), .grad_scale = grad_scale};
+#if INFINI_HAS_CUDA
+    if (t.param.defined() && t.param.device().is_cuda() && t.param.is_contiguous() && t.grad.defined() &&
+        t.grad.is_contiguous()) {
+      u = checked_adam_update(t, u, scalars);
+      auto run = std::find_if(runs.begin(), runs.end(),
+                              [&](const Run& r) { return r.dtype == t.param.dtype() && r.device == t.param.device(); });
+      if (run == runs.end()) run = runs.insert(runs.end(), Run{t.param.dtype(), t.param.device(), {}, {}});
+      run->entries.push_back(adam_entry(t.param, t.grad, t.exp_avg, t.exp_avg_sq, t.max_exp_avg_sq, u, scalars.step));
+      run->params.push_back(&t);
+      continue;
+    }
+#endif
+    adam_update_one(t, u, scalars);
+  }
+#if INFINI_HAS_CUDA
+  NoGradGuard no_grad;
+  for (const Run& run : runs) {
+    adam_cuda(run.entries, run.dtype, run.device, update, lr, grad_scale);
+    for (const AdamTensors* t : run.params) {
+      t->param.storage().bump_version();
+      bump_adam_versions(*t, update.amsgrad);
+    }
+  }
+#endif
 }
 
 }  // namespace
@@ -227,13 +294,23 @@ void sgd_update_(const Tensor& param, const Tensor& grad, const Tensor& momentum
 
 void adam_update_(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
                   const Tensor& max_exp_avg_sq, const AdamUpdate& update) {
-  adam_update_impl(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, update, {});
+  adam_update_one({param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq}, update, {});
 }
 
 void adam_update_(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
                   const Tensor& max_exp_avg_sq, const AdamUpdate& update, const AdamScalarTensors& scalars) {
   if (!scalars.lr.defined()) throw Error("adam_update_", "lr is an undefined tensor");
-  adam_update_impl(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, update, scalars);
+  adam_update_one({param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq}, update, scalars);
+}
+
+void adam_update_(std::span<const AdamTensors> params, const AdamUpdate& update) {
+  adam_update_many(params, update, Tensor(), Tensor());
+}
+
+void adam_update_(std::span<const AdamTensors> params, const AdamUpdate& update, const Tensor& lr,
+                  const Tensor& grad_scale) {
+  if (!lr.defined()) throw Error("adam_update_", "lr is an undefined tensor");
+  adam_update_many(params, update, lr, grad_scale);
 }
 
 }  // namespace infini::optim

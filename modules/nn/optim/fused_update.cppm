@@ -9,6 +9,7 @@
 // in float32 and rounded to the storage type wherever PyTorch's ops store a value.
 module;
 #include <cstdint>
+#include <span>
 #include <string_view>
 export module infini.nn:fused_update;
 import infini.autograd;
@@ -55,5 +56,22 @@ struct AdamScalarTensors {
 };
 void adam_update_(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
                   const Tensor& max_exp_avg_sq, const AdamUpdate& update, const AdamScalarTensors& scalars);
+
+// One parameter of a multi-tensor Adam update: the single-tensor overloads' tensors and
+// this parameter's update number (>= 1): `step` for host scalars, `device_step` (a
+// one-element int64 tensor on its device, as AdamScalarTensors::step) for a capturable
+// update.
+struct AdamTensors {
+  Tensor param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq;
+  std::int64_t step = 1;
+  Tensor device_step;
+};
+// Updates distinct parameters as one adam_update_ call each would, each with its own step
+// (update.step is unused); on CUDA the contiguous parameters of one dtype and device share
+// multi-tensor launches (PyTorch's fused/foreach Adam), in place of a launch each.
+void adam_update_(std::span<const AdamTensors> params, const AdamUpdate& update);
+// Capturable: lr and grad_scale as AdamScalarTensors' (shared), each parameter's device_step.
+void adam_update_(std::span<const AdamTensors> params, const AdamUpdate& update, const Tensor& lr,
+                  const Tensor& grad_scale);
 
 }  // namespace infini::optim

@@ -43,11 +43,16 @@ void unary(const StridedArray& out, const StridedArray& in, UnaryOp op, double a
 // What binary() found wrong with some element after the whole output was written.
 enum class BinaryFailure : std::uint8_t { None, DivisionByZero, NegativePower };
 
+// Whether binary() takes a and b of two types: Add, Sub or Mul of a float32 and a float16
+// or bfloat16 operand into float32 (the 16-bit one widened exactly as it is read).
+bool binary_widens(BinaryOp op, ElementType out, ElementType a, ElementType b);
+
 // out[i] = op(a[i], b[i]) for binary_supported(op, a.type); a and b share out's sizes and
-// one type; out has that type, or bool from Eq on. out may alias a. Integer FloorDiv and
-// Pow report a zero divisor / negative exponent (those elements become 0) through
-// `flag`, a device int32 that the call clears, reads back and returns as a BinaryFailure
-// (waiting for the stream); other ops ignore it and return None without waiting.
+// one type (or binary_widens); out has that type, or bool from Eq on. out may alias a.
+// Integer FloorDiv and Pow report a zero divisor / negative exponent (those elements
+// become 0) through `flag`, a device int32 that the call clears, reads back and returns as
+// a BinaryFailure (waiting for the stream); other ops ignore it and return None without
+// waiting.
 BinaryFailure binary(const StridedArray& out, const StridedArray& a, const StridedArray& b, BinaryOp op,
                      std::int32_t* flag, int device);
 
