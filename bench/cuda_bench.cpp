@@ -4,14 +4,17 @@
 // attention forward and forward + backward (causal, 12 heads of 64), layer norm forward and
 // forward + backward on float32 rows, and the copies around them (a bias broadcast, the
 // head transpose, a float32 -> bfloat16 cast; GB/s read + written), the cross-entropy over
-// the vocabulary on bfloat16 logits, and the backward of the q, k, v views of the fused
-// projection; and the launch rate of small ops, eager and replayed as a CUDA graph. Skipped
+// the vocabulary on bfloat16 logits, the backward of the q, k, v views of the fused
+// projection, a residual add of a bfloat16 branch to float32 rows (read widened, and
+// converted first), and AdamW over GPT-2's 148 parameters (multi-tensor, and a call per
+// parameter); and the launch rate of small ops, eager and replayed as a CUDA graph. Skipped
 // without a GPU.
 //   build/release/bin/cuda_bench --benchmark_repetitions=3
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
-import infini.autograd;
+#include <vector>
+import infini.nn;
 
 using namespace infini;
 
@@ -151,6 +154,56 @@ void QkvHeadsBackwardBf16(benchmark::State& state) {
   set_rate(state, "GB/s", 1e-9 * 2.0 * 2 * B * T * 3 * C);  // g in, dqkv out (mul's passes not counted)
 }
 
+// x (rows, 768) float32 + a (rows, 768) bfloat16 branch: range(0) = 0 reads the branch
+// widened (as autocast's residual adds do), 1 converts it to float32 first. GB/s counts the
+// widened form's traffic (4 + 2 bytes read, 4 written per element) for both.
+void ResidualAddBf16(benchmark::State& state) {
+  if (skip_without_gpu(state)) return;
+  const Tensor x = gpu_randn({kRows, 768}, kFloat32), branch = gpu_randn({kRows, 768}, kBFloat16);
+  NoGradGuard no_grad;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(state.range(0) == 0 ? add(x, branch) : add(x, branch.to(kFloat32)));
+    synchronize(kGpu);
+  }
+  set_rate(state, "GB/s", 1e-9 * 10.0 * kRows * 768);
+}
+
+// AdamW's update of GPT-2 124M's 148 float32 parameters (padded vocabulary): range(0) = 0
+// through the multi-tensor adam_update_ (what AdamW::step runs), 1 one call per parameter.
+// GB/s: parameter, grad and both moments read, parameter and moments written.
+void AdamStepGpt2(benchmark::State& state) {
+  if (skip_without_gpu(state)) return;
+  std::vector<Shape> shapes{{50304, 768}, {1024, 768}};
+  for (int layer = 0; layer < 12; ++layer)
+    for (const Shape& s : std::vector<Shape>{{768}, {768}, {2304, 768}, {2304}, {768, 768}, {768}, {768}, {768},
+                                             {3072, 768}, {3072}, {768, 3072}, {768}})
+      shapes.push_back(s);
+  shapes.insert(shapes.end(), {{768}, {768}});
+  std::vector<optim::AdamTensors> params;
+  double elements = 0;
+  for (const Shape& s : shapes) {
+    params.push_back({.param = gpu_randn(s, kFloat32),
+                      .grad = gpu_randn(s, kFloat32),
+                      .exp_avg = zeros(s, {.dtype = kFloat32, .device = kGpu}),
+                      .exp_avg_sq = zeros(s, {.dtype = kFloat32, .device = kGpu}),
+                      .max_exp_avg_sq = Tensor(),
+                      .step = 1,
+                      .device_step = Tensor()});
+    elements += static_cast<double>(params.back().param.numel());
+  }
+  const optim::AdamUpdate update{.lr = 6e-4, .weight_decay = 0.1, .decoupled_weight_decay = true};
+  for (auto _ : state) {
+    if (state.range(0) == 0) {
+      optim::adam_update_(params, update);
+    } else {
+      for (const optim::AdamTensors& p : params)
+        optim::adam_update_(p.param, p.grad, p.exp_avg, p.exp_avg_sq, Tensor(), update);
+    }
+    synchronize(kGpu);
+  }
+  set_rate(state, "GB/s", 1e-9 * 28.0 * elements);
+}
+
 // A chain of 256 small ops (multiply and add on 4096 floats) run eagerly (range(0) = 0) or
 // replayed as a CUDA graph (1): op/s is the launch rate, so the difference is the host work
 // per op that a graph replay saves.
@@ -188,6 +241,8 @@ BENCHMARK(LinearBf16)->Apply(timed)->ArgNames({"K", "N", "bias"})
     ->Args({3072, 768, 1})->Args({768, 768, 1})->Args({768, 50304, 0});
 BENCHMARK(AttentionBf16)->Apply(timed)->ArgName("backward")->Arg(0)->Arg(1);
 BENCHMARK(LayerNormF32)->Apply(timed)->ArgName("backward")->Arg(0)->Arg(1);
+BENCHMARK(ResidualAddBf16)->Apply(timed)->ArgName("converted")->Arg(0)->Arg(1);
+BENCHMARK(AdamStepGpt2)->Apply(timed)->ArgName("per_parameter")->Arg(0)->Arg(1);
 BENCHMARK(Copy)->Apply(timed)->ArgName("kind")->Arg(0)->Arg(1)->Arg(2);
 BENCHMARK(CrossEntropyBf16)->Apply(timed);
 BENCHMARK(QkvHeadsBackwardBf16)->Apply(timed);

@@ -32,8 +32,8 @@ std::vector<AdamTensors> make_params(Device device, bool amsgrad) {
                   .exp_avg = uniform({n}, -0.5),
                   .exp_avg_sq = uniform({n}, 0),
                   .max_exp_avg_sq = amsgrad ? uniform({n}, 0.5) : Tensor(),
-                  .step = 1 + k % 4};
-    t.device_step = full({}, static_cast<double>(t.step), {.dtype = kInt64, .device = device});
+                  .step = 1 + k % 4,
+                  .device_step = full({}, static_cast<double>(1 + k % 4), {.dtype = kInt64, .device = device})};
     params.push_back(t);
   }
   return params;
@@ -104,7 +104,10 @@ TEST(OptimMultiTensor, AdamStepIsOneMultiTensorUpdatePerGroup) {
       group.push_back({.param = p,
                        .grad = model[k].grad,
                        .exp_avg = zeros(p.shape(), {.dtype = p.dtype()}),
-                       .exp_avg_sq = zeros(p.shape(), {.dtype = p.dtype()})});
+                       .exp_avg_sq = zeros(p.shape(), {.dtype = p.dtype()}),
+                       .max_exp_avg_sq = Tensor(),
+                       .step = 1,
+                       .device_step = Tensor()});
     }
     adam_update_(group, {.lr = half == 0 ? 0.01 : 0.02,
                          .weight_decay = half == 0 ? 0.1 : 0.0,

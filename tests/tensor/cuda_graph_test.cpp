@@ -37,7 +37,7 @@ TEST(CudaGraph, CaptureNeedsACudaDevice) {
 TEST(CudaGraph, ReplaysTheRecordedWorkOnNewInputsWithUploadsAsConstants) {
   REQUIRE_CUDA();
   Tensor x = from_vector(std::vector<float>{1, 2, 3, 4}, {4}).to(kGpu);
-  Tensor y = zeros({4}, {.device = kGpu});
+  Tensor y = zeros({4}, {.dtype = kFloat32, .device = kGpu});
   CudaGraph graph;
   graph.capture_begin(kGpu);
   EXPECT_TRUE(is_capturing_cuda_graph());
@@ -59,22 +59,22 @@ TEST(CudaGraph, ReplaysTheRecordedWorkOnNewInputsWithUploadsAsConstants) {
 TEST(CudaGraph, MemoryTheCaptureFreedIsNotHandedOutWhileTheGraphLives) {
   REQUIRE_CUDA();
   const std::int64_t baseline = memory_stats(kGpu).live_allocations;
-  Tensor y = zeros({256}, {.device = kGpu});
-  Tensor before = full({256}, 2.0, {.device = kGpu});  // made before, freed by the capture
+  Tensor y = zeros({256}, {.dtype = kFloat32, .device = kGpu});
+  Tensor before = full({256}, 2.0, {.dtype = kFloat32, .device = kGpu});  // made before, freed by the capture
   const void* before_ptr = before.data_ptr();
   const void* temporary_ptr = nullptr;
   {
     CudaGraph graph;
     graph.capture_begin(kGpu);
     {
-      const Tensor temporary = full({256}, 1.0, {.device = kGpu});  // from the graph's pool
+      const Tensor temporary = full({256}, 1.0, {.dtype = kFloat32, .device = kGpu});  // from the graph's pool
       temporary_ptr = temporary.data_ptr();
       y.copy_(temporary);
     }
     before = Tensor();
     graph.capture_end();
     for (int i = 0; i < 4; ++i) {
-      const Tensor eager = empty({256}, {.device = kGpu});
+      const Tensor eager = empty({256}, {.dtype = kFloat32, .device = kGpu});
       EXPECT_NE(eager.data_ptr(), temporary_ptr);
       EXPECT_NE(eager.data_ptr(), before_ptr);
     }
@@ -87,21 +87,21 @@ TEST(CudaGraph, MemoryTheCaptureFreedIsNotHandedOutWhileTheGraphLives) {
 
 TEST(CudaGraph, OpsThatReadBackOrDrawRandomNumbersAreRefusedInsideACapture) {
   REQUIRE_CUDA();
-  const Tensor x = full({4}, 3.0, {.device = kGpu});
-  const Tensor scalar = full({}, 3.0, {.device = kGpu});
+  const Tensor x = full({4}, 3.0, {.dtype = kFloat32, .device = kGpu});
+  const Tensor scalar = full({}, 3.0, {.dtype = kFloat32, .device = kGpu});
   {
     CudaGraph graph;
     graph.capture_begin(kGpu);
     EXPECT_THROW(scalar.item<float>(), DeviceError);
     EXPECT_THROW(x.to(Device::cpu()), DeviceError);
     EXPECT_THROW(synchronize(kGpu), DeviceError);
-    EXPECT_THROW(randn({4}, {.device = kGpu}), DeviceError);
+    EXPECT_THROW(randn({4}, {.dtype = kFloat32, .device = kGpu}), DeviceError);
   }  // abandoned: the destructor ends the capture
   EXPECT_FALSE(is_capturing_cuda_graph());
   EXPECT_EQ(scalar.item<float>(), 3.0f);
   CudaGraph again;  // a fresh capture works after an abandoned one
   again.capture_begin(kGpu);
-  Tensor y = empty({4}, {.device = kGpu});
+  Tensor y = empty({4}, {.dtype = kFloat32, .device = kGpu});
   y.copy_(x);
   again.capture_end();
   again.replay();

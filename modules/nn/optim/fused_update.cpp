@@ -294,13 +294,13 @@ void sgd_update_(const Tensor& param, const Tensor& grad, const Tensor& momentum
 
 void adam_update_(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
                   const Tensor& max_exp_avg_sq, const AdamUpdate& update) {
-  adam_update_one({param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq}, update, {});
+  adam_update_one({param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, update.step, Tensor()}, update, {});
 }
 
 void adam_update_(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
                   const Tensor& max_exp_avg_sq, const AdamUpdate& update, const AdamScalarTensors& scalars) {
   if (!scalars.lr.defined()) throw Error("adam_update_", "lr is an undefined tensor");
-  adam_update_one({param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq}, update, scalars);
+  adam_update_one({param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, update.step, scalars.step}, update, scalars);
 }
 
 void adam_update_(std::span<const AdamTensors> params, const AdamUpdate& update) {
