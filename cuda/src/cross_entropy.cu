@@ -1,5 +1,6 @@
-// Fused cross-entropy rows: one block per row, reductions in a fixed tree (CUB's block
-// reduce), so two runs give the same bits. Mirrors modules/kernels/cpu/cross_entropy.cpp:
+// Fused cross-entropy rows: one block per row, read (and the gradient written) in 16-byte
+// packs where the rows are aligned, reductions in a fixed tree (CUB's block reduce), so two
+// runs give the same bits. Mirrors modules/kernels/cpu/cross_entropy.cpp:
 // the log-sum-exp is kept in float64 for float32 logits too (exp of each shifted logit in
 // float32, their sum in float64), and the float32 backward takes exp(x - s) * exp(s - lse)
 // with s = lse rounded to float32. bfloat16/float16 logits are read as they are and
@@ -13,6 +14,7 @@
 #include <type_traits>
 
 #include "element_types.cuh"
+#include "elementwise.cuh"
 #include "infini/cuda/cross_entropy.h"
 #include "launch.cuh"
 #include "strided.cuh"
@@ -31,6 +33,28 @@ struct Max {
     return a > b ? a : b;
   }
 };
+
+// Elements per 16-byte pack of T.
+template <class T>
+constexpr int kPack = 16 / static_cast<int>(sizeof(T));
+
+// Calls f(j, widen(x[j])) for this thread's columns j < n of a row, in 16-byte packs (pack
+// p is thread p % kRowThreads's) while x is aligned to them, then element by element.
+template <class T, class F>
+__device__ void for_each_column(const T* x, std::int64_t n, F&& f) {
+  constexpr int V = kPack<T>;
+  std::int64_t done = 0;
+  if (detail::aligned(x, 16)) {
+    const std::int64_t packs = n / V;
+    for (std::int64_t p = threadIdx.x; p < packs; p += kRowThreads) {
+      const detail::Vec<T, V> pack = reinterpret_cast<const detail::Vec<T, V>*>(x)[p];
+#pragma unroll
+      for (int k = 0; k < V; ++k) f(p * V + k, detail::widen(pack.v[k]));
+    }
+    done = packs * V;
+  }
+  for (std::int64_t j = done + threadIdx.x; j < n; j += kRowThreads) f(j, detail::widen(x[j]));
+}
 
 // exp in the element type: float32 rows take exp in float32 like the CPU's vectorized exp.
 __device__ inline float exp_of(float x) { return expf(x); }
@@ -52,15 +76,13 @@ __global__ void forward_kernel(CrossEntropyRows r, C* loss, double* lse, unsigne
   for (std::int64_t i = blockIdx.x; i < r.rows; i += gridDim.x) {
     const T* x = static_cast<const T*>(r.logits) + i * r.row_stride;
     C local_max = -INFINITY;
-    for (std::int64_t j = threadIdx.x; j < r.classes; j += kRowThreads)
-      local_max = Max{}(local_max, detail::widen(x[j]));
+    for_each_column(x, r.classes, [&](std::int64_t, C v) { local_max = Max{}(local_max, v); });
     const C row_max = MaxReduce(temp.max).Reduce(local_max, Max{});
     if (threadIdx.x == 0) row_shift = isinf(row_max) ? C(0) : row_max;
     __syncthreads();
     const C shift = row_shift;
     double local_sum = 0;
-    for (std::int64_t j = threadIdx.x; j < r.classes; j += kRowThreads)
-      local_sum += static_cast<double>(exp_of(detail::widen(x[j]) - shift));
+    for_each_column(x, r.classes, [&](std::int64_t, C v) { local_sum += static_cast<double>(exp_of(v - shift)); });
     const double sum = SumReduce(temp.sum).Sum(local_sum);
     if (threadIdx.x == 0) {
       const double row_lse = static_cast<double>(shift) + log(sum);
@@ -100,10 +122,26 @@ __global__ void backward_kernel(CrossEntropyRows r, std::int64_t width, T* grad,
       const float shift = static_cast<float>(l);
       const float correction = isfinite(l) ? static_cast<float>(exp(static_cast<double>(shift) - l)) : 1.0f;
       const float scale = __fmul_rn(g, correction);
-      for (std::int64_t j = threadIdx.x; j < r.classes; j += kRowThreads) {
-        const float p = __fmul_rn(scale, expf(detail::widen(x[j]) - shift));
-        out[j] = detail::convert<T>(j == c ? p - g : p);
+      auto grad_of = [&](std::int64_t j, float v) {
+        const float p = __fmul_rn(scale, expf(v - shift));
+        return detail::convert<T>(j == c ? p - g : p);
+      };
+      // 16-byte packs read and written while both rows are aligned to them.
+      constexpr int V = kPack<T>;
+      std::int64_t done = 0;
+      if (detail::aligned(x, 16) && detail::aligned(out, 16)) {
+        const std::int64_t packs = r.classes / V;
+        for (std::int64_t p = threadIdx.x; p < packs; p += kRowThreads) {
+          const detail::Vec<T, V> in = reinterpret_cast<const detail::Vec<T, V>*>(x)[p];
+          detail::Vec<T, V> result;
+#pragma unroll
+          for (int k = 0; k < V; ++k) result.v[k] = grad_of(p * V + k, detail::widen(in.v[k]));
+          reinterpret_cast<detail::Vec<T, V>*>(out)[p] = result;
+        }
+        done = packs * V;
       }
+      for (std::int64_t j = done + threadIdx.x; j < r.classes; j += kRowThreads)
+        out[j] = grad_of(j, detail::widen(x[j]));
     } else {
       for (std::int64_t j = threadIdx.x; j < r.classes; j += kRowThreads) {
         const double p = __dmul_rn(g, exp(x[j] - l));

@@ -33,7 +33,9 @@ struct alignas(sizeof(T) * V) Vec {
 template <class T>
 constexpr int kVecWidth = 16 / static_cast<int>(sizeof(T));
 
-inline bool aligned(const void* p, std::size_t bytes) { return reinterpret_cast<std::uintptr_t>(p) % bytes == 0; }
+__host__ __device__ inline bool aligned(const void* p, std::size_t bytes) {
+  return reinterpret_cast<std::uintptr_t>(p) % bytes == 0;
+}
 
 // Integer arithmetic that wraps like C++ unsigned arithmetic (no signed overflow);
 // other types compute as usual.
