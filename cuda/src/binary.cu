@@ -205,20 +205,9 @@ bool binary_widens(BinaryOp op, ElementType out, ElementType a, ElementType b) {
 
 BinaryFailure binary(const StridedArray& out, const StridedArray& a, const StridedArray& b, BinaryOp op,
                      std::int32_t* flag, int device) {
-  if (a.type != b.type) {
-    if (!binary_widens(op, out.type, a.type, b.type))
-      throw CudaError("binary: operands of two types that are not a float32 and a widened 16-bit float");
-    const std::int64_t n = detail::numel(out);
-    if (n == 0) return BinaryFailure::None;
-    detail::use_device(device);
-    StridedArray o = out, x = a, y = b;
-    detail::coalesce({&o, &x, &y});
-    detail::with_op<BinaryOp, kBinaryOpCount>(op, [&]<BinaryOp Op>() {
-      if constexpr (Op == BinaryOp::Add || Op == BinaryOp::Sub || Op == BinaryOp::Mul) launch_widened<Op>(o, x, y, n);
-    });
-    detail::after_launch("binary", {static_cast<int>(op), static_cast<int>(a.type), static_cast<int>(b.type)});
-    return BinaryFailure::None;
-  }
+  const bool widened = a.type != b.type;
+  if (widened && !binary_widens(op, out.type, a.type, b.type))
+    throw CudaError("binary: operands of two types that are not a float32 and a widened 16-bit float");
   if (!binary_supported(op, a.type)) throw CudaError("binary: op not defined for the element type");
   const bool checked = binary_needs_flag(op, a.type);
   if (checked && flag == nullptr) throw CudaError("binary: integer floor_divide/pow need a flag buffer");
@@ -228,6 +217,13 @@ BinaryFailure binary(const StridedArray& out, const StridedArray& a, const Strid
   if (checked) detail::check(cudaMemsetAsync(flag, 0, sizeof(std::int32_t), detail::stream()), "binary flag reset");
   StridedArray o = out, x = a, y = b;
   detail::coalesce({&o, &x, &y});
+  if (widened) {
+    detail::with_op<BinaryOp, kBinaryOpCount>(op, [&]<BinaryOp Op>() {
+      if constexpr (Op == BinaryOp::Add || Op == BinaryOp::Sub || Op == BinaryOp::Mul) launch_widened<Op>(o, x, y, n);
+    });
+    detail::after_launch("binary", {static_cast<int>(op), static_cast<int>(a.type), static_cast<int>(b.type)});
+    return BinaryFailure::None;
+  }
   detail::visit(a.type, "binary", [&](auto tag) {
     using T = typename decltype(tag)::type;
     detail::with_op<BinaryOp, kBinaryOpCount>(op, [&]<BinaryOp Op>() {
