@@ -7,8 +7,8 @@
 // the vocabulary on bfloat16 logits, the backward of the q, k, v views of the fused
 // projection, a residual add of a bfloat16 branch to float32 rows (read widened, and
 // converted first), and AdamW over GPT-2's 148 parameters (multi-tensor, and a call per
-// parameter); and the launch rate of small ops, eager and replayed as a CUDA graph. Skipped
-// without a GPU.
+// parameter), GELU (tanh) forward and backward on the MLP's bfloat16 activations; and the
+// launch rate of small ops, eager and replayed as a CUDA graph. Skipped without a GPU.
 //   build/release/bin/cuda_bench --benchmark_repetitions=3
 #include <benchmark/benchmark.h>
 
@@ -82,7 +82,10 @@ void LayerNormF32(benchmark::State& state) {
   const Tensor grad = gpu_randn({kRows, 768}, kFloat32);
   for (auto _ : state) {
     const Tensor y = layer_norm(x, {768}, w, b, 1e-5);
-    if (backward) y.backward(grad);
+    if (backward) {
+      y.backward(grad);
+      for (const Tensor& t : {x, w, b}) t.set_grad(Tensor());  // no accumulation into old grads
+    }
     synchronize(kGpu);
   }
   set_rate(state, "GB/s", 1e-9 * (backward ? 5 : 2) * 4.0 * kRows * 768);
@@ -204,6 +207,25 @@ void AdamStepGpt2(benchmark::State& state) {
   set_rate(state, "GB/s", 1e-9 * 28.0 * elements);
 }
 
+// gelu(x, tanh) on the MLP's (rows, 3072) bfloat16 activations: range(0) = 0 the forward
+// alone (2 bytes read and 2 written per element), 1 the forward and the backward (2 read, 2
+// written, then 4 read and 2 written).
+void GeluBf16(benchmark::State& state) {
+  if (skip_without_gpu(state)) return;
+  const bool backward = state.range(0) != 0;
+  const Tensor x = gpu_randn({kRows, 3072}, kBFloat16).requires_grad_(backward);
+  const Tensor grad = gpu_randn({kRows, 3072}, kBFloat16);
+  for (auto _ : state) {
+    const Tensor y = gelu(x, GeluApproximation::Tanh);
+    if (backward) {
+      y.backward(grad);
+      x.set_grad(Tensor());
+    }
+    synchronize(kGpu);
+  }
+  set_rate(state, "GB/s", 1e-9 * (backward ? 10 : 4) * kRows * 3072);
+}
+
 // A chain of 256 small ops (multiply and add on 4096 floats) run eagerly (range(0) = 0) or
 // replayed as a CUDA graph (1): op/s is the launch rate, so the difference is the host work
 // per op that a graph replay saves.
@@ -245,6 +267,7 @@ BENCHMARK(ResidualAddBf16)->Apply(timed)->ArgName("converted")->Arg(0)->Arg(1);
 BENCHMARK(AdamStepGpt2)->Apply(timed)->ArgName("per_parameter")->Arg(0)->Arg(1);
 BENCHMARK(Copy)->Apply(timed)->ArgName("kind")->Arg(0)->Arg(1)->Arg(2);
 BENCHMARK(CrossEntropyBf16)->Apply(timed);
+BENCHMARK(GeluBf16)->Apply(timed)->ArgName("backward")->Arg(0)->Arg(1);
 BENCHMARK(QkvHeadsBackwardBf16)->Apply(timed);
 BENCHMARK(SmallOpChain)->Apply(timed)->ArgName("graph")->Arg(0)->Arg(1);
 BENCHMARK_MAIN();

@@ -1,7 +1,10 @@
 // Fused layer norm: a warp per row, each row read in 32-lane strides (coalesced) and summed
 // with a fixed butterfly, so results are reproducible. The affine gradients are column sums:
-// a first kernel sums fixed chunks of 64 rows per column, a second adds the chunks in order.
-// Statistics and sums are taken in the element type (float32 or float64).
+// a first kernel sums fixed chunks of 64 rows per column; a second adds the chunks, a block
+// per 32 columns whose 16 thread rows each take every 16th chunk in order, then add their 16
+// results in order (GPT-2's 16384 rows are 256 chunks: one thread per column adding them all
+// took most of the backward's time). Statistics and sums are taken in the element type
+// (float32 or float64).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -18,6 +21,8 @@ namespace {
 constexpr int kRowsPerBlock = 8;  // warps per block, a row each
 constexpr int kChunkRows = 64;
 constexpr int kColumnThreads = 256;
+constexpr int kSumColumns = 32;  // column_sums_kernel's block: 32 columns x 16 chunk strides
+constexpr int kSumStrides = 16;
 using detail::warp_sum;
 
 __device__ inline double rsqrt_of(double x) { return rsqrt(x); }
@@ -85,6 +90,7 @@ __global__ void column_partials_kernel(T* partial, const T* dy, const T* x, cons
   for (std::int64_t chunk = blockIdx.y; chunk * kChunkRows < rows; chunk += gridDim.y) {
     T w = 0, b = 0;
     const std::int64_t end = std::min(rows, (chunk + 1) * kChunkRows);
+#pragma unroll 8
     for (std::int64_t i = chunk * kChunkRows; i < end; ++i) {
       const T g = dy[i * cols + j];
       w += g * ((x[i * cols + j] - mean[i]) * rstd[i]);
@@ -95,14 +101,29 @@ __global__ void column_partials_kernel(T* partial, const T* dy, const T* x, cons
   }
 }
 
+// dweight[j], dbias[j]: the chunks' partials of column j added in a fixed order. Thread
+// (x, y) of block b takes column b * 32 + x and adds chunks y, y + 16, ... in order; thread
+// row 0 then adds the 16 thread rows' sums in order.
 template <class T>
 __global__ void column_sums_kernel(T* dweight, T* dbias, const T* partial, std::int64_t chunks, std::int64_t cols) {
-  const std::int64_t j = std::int64_t{blockIdx.x} * kColumnThreads + threadIdx.x;
-  if (j >= cols) return;
+  __shared__ T sums[2][kSumStrides][kSumColumns];
+  const int x = static_cast<int>(threadIdx.x), y = static_cast<int>(threadIdx.y);
+  const std::int64_t j = std::int64_t{blockIdx.x} * kSumColumns + x;
   T w = 0, b = 0;
-  for (std::int64_t chunk = 0; chunk < chunks; ++chunk) {
-    w += partial[(chunk * 2) * cols + j];
-    b += partial[(chunk * 2 + 1) * cols + j];
+  if (j < cols) {
+#pragma unroll 4
+    for (std::int64_t chunk = y; chunk < chunks; chunk += kSumStrides) {
+      w += partial[(chunk * 2) * cols + j];
+      b += partial[(chunk * 2 + 1) * cols + j];
+    }
+  }
+  sums[0][y][x] = w;
+  sums[1][y][x] = b;
+  __syncthreads();
+  if (y != 0 || j >= cols) return;
+  for (int k = 1; k < kSumStrides; ++k) {
+    w += sums[0][k][x];
+    b += sums[1][k][x];
   }
   if (dweight != nullptr) dweight[j] = w;
   if (dbias != nullptr) dbias[j] = b;
@@ -161,7 +182,8 @@ void layer_norm_backward(void* dx, void* dweight, void* dbias, const void* dy, c
       column_partials_kernel<T><<<dim3(column_blocks, static_cast<unsigned>(std::min<std::int64_t>(chunks, 65535))),
                                   kColumnThreads, 0,
                                   detail::stream()>>>(partial, g, x, m, r, p.rows, p.cols);
-    column_sums_kernel<T><<<column_blocks, kColumnThreads, 0, detail::stream()>>>(
+    const auto sum_blocks = static_cast<unsigned>((p.cols + kSumColumns - 1) / kSumColumns);
+    column_sums_kernel<T><<<sum_blocks, dim3(kSumColumns, kSumStrides), 0, detail::stream()>>>(
         static_cast<T*>(dweight), static_cast<T*>(dbias), partial, chunks, p.cols);
   });
   detail::after_launch(op, {static_cast<int>(p.type)});

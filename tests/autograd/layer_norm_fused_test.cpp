@@ -1,7 +1,8 @@
 // The fused layer-norm kernels behind layer_norm (float32/64 rows): float32 against a naive
 // float64 loop on rows far from zero (the two-pass variance), every affine combination,
 // float32 gradients against float64 ones, more rows than one 64-row chunk of the affine
-// sums, zero rows, and mixed dtypes (the composed path). The op table entry gradchecks and
+// sums, zero rows, and mixed dtypes (the composed path); on a GPU, the CUDA kernels against
+// the CPU's over many chunks and column blocks. The op table entry gradchecks and
 // gradgradchecks it in float64 (nn_functional_ops_test.cpp).
 #include <gtest/gtest.h>
 
@@ -78,6 +79,36 @@ TEST(LayerNormFused, Float32GradientsMatchFloat64AcrossChunksOfRows) {
     double s = 0;
     for (std::int64_t i = 0; i < kRows; ++i) s += g[i * kCols + j];
     EXPECT_NEAR(db[j], s, 1e-12) << "column " << j;
+  }
+}
+
+TEST(LayerNormFusedCuda, GradientsMatchTheCpuOverManyChunksAndColumnBlocks) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";
+  const Device gpu = Device::cuda(0);
+  // 1500 rows are 24 chunks of 64 (the last one partial), more than the 16 chunk strides of
+  // the CUDA column sums; 70 columns are three blocks of 32 columns, the last one partial.
+  constexpr std::int64_t rows = 1500, cols = 70;
+  const Tensor x64 = sample({rows, cols}, -2, 2, 40), w64 = sample({cols}, 0.5, 1.5, 41);
+  const Tensor b64 = sample({cols}, -1, 1, 42), g64 = sample({rows, cols}, -1, 1, 43);
+  auto grads = [&](DataType dtype, Device device) {
+    const Tensor x = x64.to(dtype).to(device).detach().requires_grad_();
+    const Tensor w = w64.to(dtype).to(device).detach().requires_grad_();
+    const Tensor b = b64.to(dtype).to(device).detach().requires_grad_();
+    const Tensor y = layer_norm(x, {cols}, w, b, 1e-5);
+    y.backward(g64.to(dtype).to(device));
+    return TensorList{y.to(kFloat64), x.grad().to(kFloat64), w.grad().to(kFloat64), b.grad().to(kFloat64)};
+  };
+  const TensorList want = grads(kFloat64, Device::cpu());
+  for (const DataType dtype : {kFloat64, kFloat32}) {
+    const double tolerance = dtype == kFloat64 ? 1e-10 : 1e-4;
+    const TensorList got = grads(dtype, gpu), again = grads(dtype, gpu);
+    for (std::size_t k = 0; k < want.size(); ++k) {
+      const auto a = values(got[k]), e = values(want[k]);
+      ASSERT_EQ(a.size(), e.size());
+      for (std::size_t i = 0; i < a.size(); ++i)
+        ASSERT_NEAR(a[i], e[i], tolerance * (1 + std::abs(e[i]))) << dtype << " output " << k << " element " << i;
+      EXPECT_EQ(values(again[k]), a) << dtype << " output " << k << ": two runs differ";
+    }
   }
 }
 
