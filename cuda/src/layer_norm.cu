@@ -1,10 +1,18 @@
 // Fused layer norm: a warp per row, each row read in 32-lane strides (coalesced) and summed
-// with a fixed butterfly, so results are reproducible. The affine gradients are column sums:
-// a first kernel sums fixed chunks of 64 rows per column; a second adds the chunks, a block
-// per 32 columns whose 16 thread rows each take every 16th chunk in order, then add their 16
-// results in order (GPT-2's 16384 rows are 256 chunks: one thread per column adding them all
-// took most of the backward's time). Statistics and sums are taken in the element type
-// (float32 or float64).
+// with a fixed butterfly, so results are reproducible. Statistics and sums are taken in the
+// element type (float32 or float64).
+//
+// The backward's affine gradients are column sums over fixed chunks of 32 rows, then over
+// the chunks:
+// - A block of 8 warps takes a chunk, 4 rows per warp: each warp writes its rows' dx and adds
+//   their terms of the sums (dy * x_hat, dy) to a shared slice of its own, then the block adds
+//   the 8 slices in warp order. The rows are read from global memory once (GPT-2's 768
+//   columns need 48 KiB of slices per block).
+// - Rows too wide for the slices take two kernels: a warp per row for dx, and a thread per
+//   column for each chunk's sums, reading the rows again.
+// - The chunks' sums are added by a block per 32 columns whose 16 thread rows each take every
+//   16th chunk in order, then add their 16 results in order (GPT-2's 16384 rows are 512
+//   chunks: one thread per column adding them all took most of the backward's time).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -19,7 +27,8 @@ namespace infini::cuda {
 namespace {
 
 constexpr int kRowsPerBlock = 8;  // warps per block, a row each
-constexpr int kChunkRows = 64;
+constexpr int kChunkRows = 32;
+constexpr int kChunkRowsPerWarp = kChunkRows / kRowsPerBlock;  // in backward_fused_kernel
 constexpr int kColumnThreads = 256;
 constexpr int kSumColumns = 32;  // column_sums_kernel's block: 32 columns x 16 chunk strides
 constexpr int kSumStrides = 16;
@@ -57,12 +66,12 @@ __global__ void forward_kernel(T* y, T* mean, T* rstd, const T* x, const T* weig
   }
 }
 
-template <class T>
-__global__ void backward_rows_kernel(T* dx, const T* dy, const T* x, const T* mean, const T* rstd, const T* weight,
-                                     std::int64_t rows, std::int64_t cols) {
-  const std::int64_t i = std::int64_t{blockIdx.x} * kRowsPerBlock + threadIdx.x / 32;
+// dx of row i, by one warp. With Sums, also adds the row's dy * x_hat and dy to w_sum[j]
+// and b_sum[j] (the lane's columns only).
+template <bool Sums, class T>
+__device__ void backward_row(T* dx, const T* dy, const T* x, const T* mean, const T* rstd, const T* weight,
+                             std::int64_t i, std::int64_t cols, T* w_sum, T* b_sum) {
   const int lane = static_cast<int>(threadIdx.x % 32);
-  if (i >= rows) return;
   const T* g_row = dy + i * cols;
   const T* x_row = x + i * cols;
   const T m = mean[i], r = rstd[i];
@@ -75,13 +84,63 @@ __global__ void backward_rows_kernel(T* dx, const T* dy, const T* x, const T* me
   const T g_mean = warp_sum(g_sum) / static_cast<T>(cols), gx_mean = warp_sum(gx_sum) / static_cast<T>(cols);
   T* out = dx + i * cols;
   for (std::int64_t j = lane; j < cols; j += 32) {
-    const T g = weight != nullptr ? g_row[j] * weight[j] : g_row[j];
-    out[j] = r * (g - g_mean - (x_row[j] - m) * r * gx_mean);
+    const T d = g_row[j], x_hat = (x_row[j] - m) * r;
+    const T g = weight != nullptr ? d * weight[j] : d;
+    out[j] = r * (g - g_mean - x_hat * gx_mean);
+    if constexpr (Sums) {
+      w_sum[j] += d * x_hat;
+      b_sum[j] += d;
+    }
   }
 }
 
-// partial[chunk][0][j] = sum of dy * x_hat, partial[chunk][1][j] = sum of dy over the
-// chunk's rows, in row order; block (column block, first chunk), the chunks gridDim.y apart.
+template <class T>
+__global__ void backward_rows_kernel(T* dx, const T* dy, const T* x, const T* mean, const T* rstd, const T* weight,
+                                     std::int64_t rows, std::int64_t cols) {
+  const std::int64_t i = std::int64_t{blockIdx.x} * kRowsPerBlock + threadIdx.x / 32;
+  T* const none = nullptr;
+  if (i < rows) backward_row<false>(dx, dy, x, mean, rstd, weight, i, cols, none, none);
+}
+
+// Shared memory of backward_fused_kernel: a slice of 2 * cols sums per warp.
+template <class T>
+std::size_t fused_shared_bytes(std::int64_t cols) {
+  return static_cast<std::size_t>(kRowsPerBlock) * 2 * static_cast<std::size_t>(cols) * sizeof(T);
+}
+
+// dx, and partial[chunk][0][j] = sum of dy * x_hat, partial[chunk][1][j] = sum of dy over
+// the chunk's rows: block c takes chunks c, c + gridDim.x, ...; warp w its rows 4 w .. 4 w + 3
+// in order, summed in its slice; then the slices are added in warp order.
+template <class T>
+__global__ void __launch_bounds__(kRowsPerBlock * 32)
+    backward_fused_kernel(T* dx, T* partial, const T* dy, const T* x, const T* mean, const T* rstd, const T* weight,
+                          std::int64_t rows, std::int64_t cols) {
+  extern __shared__ __align__(16) unsigned char shared[];
+  T* const slices = reinterpret_cast<T*>(shared);  // [warp][2][cols]
+  const int warp = static_cast<int>(threadIdx.x / 32), lane = static_cast<int>(threadIdx.x % 32);
+  T* const w_sum = slices + std::int64_t{2} * warp * cols;
+  T* const b_sum = w_sum + cols;
+  for (std::int64_t chunk = blockIdx.x; chunk * kChunkRows < rows; chunk += gridDim.x) {
+    for (std::int64_t j = lane; j < cols; j += 32) w_sum[j] = b_sum[j] = 0;  // the lane's own columns
+    const std::int64_t first = chunk * kChunkRows + std::int64_t{kChunkRowsPerWarp} * warp;
+    for (std::int64_t i = first; i < std::min(rows, first + kChunkRowsPerWarp); ++i)
+      backward_row<true>(dx, dy, x, mean, rstd, weight, i, cols, w_sum, b_sum);
+    __syncthreads();
+    for (std::int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
+      T w = 0, b = 0;
+      for (int k = 0; k < kRowsPerBlock; ++k) {
+        w += slices[(2 * k) * cols + j];
+        b += slices[(2 * k + 1) * cols + j];
+      }
+      partial[(chunk * 2) * cols + j] = w;
+      partial[(chunk * 2 + 1) * cols + j] = b;
+    }
+    __syncthreads();  // the slices are read before the next chunk clears them
+  }
+}
+
+// The partial sums of backward_fused_kernel in row order, a thread per column, for rows too
+// wide for its slices; block (column block, first chunk), the chunks gridDim.y apart.
 template <class T>
 __global__ void column_partials_kernel(T* partial, const T* dy, const T* x, const T* mean, const T* rstd,
                                        std::int64_t rows, std::int64_t cols) {
@@ -144,6 +203,16 @@ unsigned row_blocks(std::int64_t rows, const char* op) {
 
 std::int64_t chunks_of(std::int64_t rows) { return (rows + kChunkRows - 1) / kChunkRows; }
 
+unsigned grid_of(std::int64_t blocks) { return static_cast<unsigned>(std::min<std::int64_t>(blocks, 0x7fffffff)); }
+
+// The most dynamic shared memory a block of the current device may have.
+std::size_t shared_memory_limit(const char* op) {
+  int device = 0, limit = 0;
+  detail::check(cudaGetDevice(&device), op);
+  detail::check(cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device), op);
+  return static_cast<std::size_t>(limit);
+}
+
 }  // namespace
 
 void layer_norm_forward(void* y, void* mean, void* rstd, const LayerNormRows& p, double eps, int device) {
@@ -167,21 +236,35 @@ void layer_norm_backward(void* dx, void* dweight, void* dbias, const void* dy, c
   detail::use_device(device);
   visit_float(p.type, op, [&](auto zero) {
     using T = decltype(zero);
+    auto* const out = static_cast<T*>(dx);
     const auto* g = static_cast<const T*>(dy);
     const auto* x = static_cast<const T*>(p.x);
     const auto* m = static_cast<const T*>(mean);
     const auto* r = static_cast<const T*>(rstd);
-    if (p.rows > 0)
-      backward_rows_kernel<T><<<row_blocks(p.rows, op), kRowsPerBlock * 32, 0, detail::stream()>>>(
-          static_cast<T*>(dx), g, x, m, r, static_cast<const T*>(p.weight), p.rows, p.cols);
-    if ((dweight == nullptr && dbias == nullptr) || p.cols == 0) return;
+    const auto* w = static_cast<const T*>(p.weight);
+    auto rows_kernel = [&] {
+      backward_rows_kernel<T><<<row_blocks(p.rows, op), kRowsPerBlock * 32, 0, detail::stream()>>>(out, g, x, m, r, w,
+                                                                                                  p.rows, p.cols);
+    };
+    if ((dweight == nullptr && dbias == nullptr) || p.cols == 0) {
+      if (p.rows > 0) rows_kernel();
+      return;
+    }
     const std::int64_t chunks = chunks_of(p.rows);
-    const auto column_blocks = static_cast<unsigned>((p.cols + kColumnThreads - 1) / kColumnThreads);
     auto* partial = static_cast<T*>(scratch);
-    if (chunks > 0)
+    const std::size_t shared = fused_shared_bytes<T>(p.cols);
+    if (chunks > 0 && shared <= shared_memory_limit(op)) {
+      detail::check(cudaFuncSetAttribute(backward_fused_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         static_cast<int>(shared)),
+                    op);
+      backward_fused_kernel<T><<<grid_of(chunks), kRowsPerBlock * 32, shared, detail::stream()>>>(out, partial, g, x, m,
+                                                                                                 r, w, p.rows, p.cols);
+    } else if (chunks > 0) {
+      rows_kernel();
+      const auto column_blocks = static_cast<unsigned>((p.cols + kColumnThreads - 1) / kColumnThreads);
       column_partials_kernel<T><<<dim3(column_blocks, static_cast<unsigned>(std::min<std::int64_t>(chunks, 65535))),
-                                  kColumnThreads, 0,
-                                  detail::stream()>>>(partial, g, x, m, r, p.rows, p.cols);
+                                  kColumnThreads, 0, detail::stream()>>>(partial, g, x, m, r, p.rows, p.cols);
+    }
     const auto sum_blocks = static_cast<unsigned>((p.cols + kSumColumns - 1) / kSumColumns);
     column_sums_kernel<T><<<sum_blocks, dim3(kSumColumns, kSumStrides), 0, detail::stream()>>>(
         static_cast<T*>(dweight), static_cast<T*>(dbias), partial, chunks, p.cols);

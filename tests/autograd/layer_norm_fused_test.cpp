@@ -9,6 +9,8 @@
 #include <cmath>
 #include <cstdint>
 #include <optional>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "op_info.h"
@@ -85,29 +87,33 @@ TEST(LayerNormFused, Float32GradientsMatchFloat64AcrossChunksOfRows) {
 TEST(LayerNormFusedCuda, GradientsMatchTheCpuOverManyChunksAndColumnBlocks) {
   if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";
   const Device gpu = Device::cuda(0);
-  // 1500 rows are 24 chunks of 64 (the last one partial), more than the 16 chunk strides of
+  // 1500 rows are 47 chunks of 32 (the last one partial), more than the 16 chunk strides of
   // the CUDA column sums; 70 columns are three blocks of 32 columns, the last one partial.
-  constexpr std::int64_t rows = 1500, cols = 70;
-  const Tensor x64 = sample({rows, cols}, -2, 2, 40), w64 = sample({cols}, 0.5, 1.5, 41);
-  const Tensor b64 = sample({cols}, -1, 1, 42), g64 = sample({rows, cols}, -1, 1, 43);
-  auto grads = [&](DataType dtype, Device device) {
-    const Tensor x = x64.to(dtype).to(device).detach().requires_grad_();
-    const Tensor w = w64.to(dtype).to(device).detach().requires_grad_();
-    const Tensor b = b64.to(dtype).to(device).detach().requires_grad_();
-    const Tensor y = layer_norm(x, {cols}, w, b, 1e-5);
-    y.backward(g64.to(dtype).to(device));
-    return TensorList{y.to(kFloat64), x.grad().to(kFloat64), w.grad().to(kFloat64), b.grad().to(kFloat64)};
-  };
-  const TensorList want = grads(kFloat64, Device::cpu());
-  for (const DataType dtype : {kFloat64, kFloat32}) {
-    const double tolerance = dtype == kFloat64 ? 1e-10 : 1e-4;
-    const TensorList got = grads(dtype, gpu), again = grads(dtype, gpu);
-    for (std::size_t k = 0; k < want.size(); ++k) {
-      const auto a = values(got[k]), e = values(want[k]);
-      ASSERT_EQ(a.size(), e.size());
-      for (std::size_t i = 0; i < a.size(); ++i)
-        ASSERT_NEAR(a[i], e[i], tolerance * (1 + std::abs(e[i]))) << dtype << " output " << k << " element " << i;
-      EXPECT_EQ(values(again[k]), a) << dtype << " output " << k << ": two runs differ";
+  // 4100 columns are too wide for the one-pass kernel's shared slices (64 bytes per float32
+  // column, 128 per float64, against at most 227 KiB per block): they take the two-pass path.
+  for (const auto [rows, cols] : {std::pair<std::int64_t, std::int64_t>{1500, 70}, {100, 4100}}) {
+    const Tensor x64 = sample({rows, cols}, -2, 2, 40), w64 = sample({cols}, 0.5, 1.5, 41);
+    const Tensor b64 = sample({cols}, -1, 1, 42), g64 = sample({rows, cols}, -1, 1, 43);
+    auto grads = [&](DataType dtype, Device device) {
+      const Tensor x = x64.to(dtype).to(device).detach().requires_grad_();
+      const Tensor w = w64.to(dtype).to(device).detach().requires_grad_();
+      const Tensor b = b64.to(dtype).to(device).detach().requires_grad_();
+      const Tensor y = layer_norm(x, {cols}, w, b, 1e-5);
+      y.backward(g64.to(dtype).to(device));
+      return TensorList{y.to(kFloat64), x.grad().to(kFloat64), w.grad().to(kFloat64), b.grad().to(kFloat64)};
+    };
+    const TensorList want = grads(kFloat64, Device::cpu());
+    for (const DataType dtype : {kFloat64, kFloat32}) {
+      const double tolerance = dtype == kFloat64 ? 1e-10 : 1e-4;
+      const TensorList got = grads(dtype, gpu), again = grads(dtype, gpu);
+      for (std::size_t k = 0; k < want.size(); ++k) {
+        const auto a = values(got[k]), e = values(want[k]);
+        ASSERT_EQ(a.size(), e.size());
+        const std::string what = concat(rows, "x", cols, " ", dtype, " output ", k);
+        for (std::size_t i = 0; i < a.size(); ++i)
+          ASSERT_NEAR(a[i], e[i], tolerance * (1 + std::abs(e[i]))) << what << " element " << i;
+        EXPECT_EQ(values(again[k]), a) << what << ": two runs differ";
+      }
     }
   }
 }

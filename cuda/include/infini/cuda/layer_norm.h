@@ -24,7 +24,8 @@ void layer_norm_forward(void* y, void* mean, void* rstd, const LayerNormRows& ro
 std::int64_t layer_norm_backward_scratch(const LayerNormRows& rows);
 
 // dx (rows, cols) from dy (rows, cols) and the forward's mean and rstd; dweight and dbias
-// (cols, either may be null) are column sums over fixed chunks of rows, added in chunk order.
+// (cols, either may be null) are column sums over fixed chunks of rows, the chunks' sums
+// added in a fixed order (layer_norm.cu), so two runs give the same bits.
 void layer_norm_backward(void* dx, void* dweight, void* dbias, const void* dy, const void* mean, const void* rstd,
                          void* scratch, const LayerNormRows& rows, int device);
 
