@@ -7,7 +7,9 @@
 // the vocabulary on bfloat16 logits, the backward of the q, k, v views of the fused
 // projection, a residual add of a bfloat16 branch to float32 rows (read widened, and
 // converted first), and AdamW over GPT-2's 148 parameters (multi-tensor, and a call per
-// parameter), GELU (tanh) forward and backward on the MLP's bfloat16 activations; and the
+// parameter), GELU (tanh) forward and backward on the MLP's bfloat16 activations, linear's
+// weight and bias gradients (one product with the bias-gradient epilogue, or a product and a
+// sum); and the
 // launch rate of small ops, eager and replayed as a CUDA graph. Skipped without a GPU.
 //   build/release/bin/cuda_bench --benchmark_repetitions=3
 #include <benchmark/benchmark.h>
@@ -226,6 +228,29 @@ void GeluBf16(benchmark::State& state) {
   set_rate(state, "GB/s", 1e-9 * (backward ? 10 : 4) * kRows * 3072);
 }
 
+// The weight and bias gradients of linear (rows, 768) -> (rows, 2304) in bfloat16: g^T @ x
+// and g's column sums, range(0) = 0 from one product with cuBLASLt's bias-gradient epilogue
+// (kernels::matmul_and_row_sums, what linear's backward runs), 1 as a product and a sum.
+void WeightGradBf16(benchmark::State& state) {
+  if (skip_without_gpu(state)) return;
+  const Tensor g = gpu_randn({kRows, 2304}, kBFloat16), x = gpu_randn({kRows, 768}, kBFloat16);
+  NoGradGuard no_grad;
+  for (auto _ : state) {
+    if (state.range(0) == 0) {
+      const auto fused = kernels::matmul_and_row_sums(g.transpose(0, 1), x);
+      if (!fused) {
+        state.SkipWithError("no bias-gradient epilogue for this product");
+        return;
+      }
+    } else {
+      benchmark::DoNotOptimize(kernels::matmul(g.transpose(0, 1), x));
+      benchmark::DoNotOptimize(sum(g, {0}));
+    }
+    synchronize(kGpu);
+  }
+  set_rate(state, "TFLOP/s", 2e-12 * kRows * 2304 * 768);
+}
+
 // A chain of 256 small ops (multiply and add on 4096 floats) run eagerly (range(0) = 0) or
 // replayed as a CUDA graph (1): op/s is the launch rate, so the difference is the host work
 // per op that a graph replay saves.
@@ -268,6 +293,7 @@ BENCHMARK(AdamStepGpt2)->Apply(timed)->ArgName("per_parameter")->Arg(0)->Arg(1);
 BENCHMARK(Copy)->Apply(timed)->ArgName("kind")->Arg(0)->Arg(1)->Arg(2);
 BENCHMARK(CrossEntropyBf16)->Apply(timed);
 BENCHMARK(GeluBf16)->Apply(timed)->ArgName("backward")->Arg(0)->Arg(1);
+BENCHMARK(WeightGradBf16)->Apply(timed)->ArgName("separate_sum")->Arg(0)->Arg(1);
 BENCHMARK(QkvHeadsBackwardBf16)->Apply(timed);
 BENCHMARK(SmallOpChain)->Apply(timed)->ArgName("graph")->Arg(0)->Arg(1);
 BENCHMARK_MAIN();

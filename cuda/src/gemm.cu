@@ -1,5 +1,6 @@
 // gemm: batched out = alpha * a @ b + beta * out (+ bias) through cuBLASLt, with one handle
-// and one 32 MiB workspace per device, created on first use.
+// and one 32 MiB workspace per device, created on first use; gemm_with_row_sums: a @ b and
+// the row sums of a from cuBLASLt's bias-gradient epilogue.
 //
 // cuBLAS is column-major; out (m, n) row-major is the column-major (n, m) matrix out^T, so
 // each product is computed as out^T = b^T a^T: b is cuBLAS's "A" and a its "B".
@@ -126,17 +127,22 @@ Types types_of(const GemmProblem& p) {
 // shapes, leading dims, batch strides and alignments runs the same plan. Looking the
 // algorithm up costs up to a millisecond of host time for some shapes, so plans are kept
 // for the life of the process (all of them dropped if there are ever more than kMaxPlans).
+// The vector of a product's epilogue: none, a bias added to every row of out (cuBLASLt's
+// BIAS), or the row sums of a written (BGRADB: cuBLAS's B is a, summed over k).
+enum class Vector : std::uint8_t { None, Bias, RowSums };
+
 struct Plan {
   Descriptors d;
   cublasLtMatmulHeuristicResult_t heuristic{};
-  bool bias_epilogue = false;  // the bias is added by the product (its pointer set per call)
-  std::mutex bias_mutex;       // held from setting that pointer to the call that reads it
+  bool has_vector = false;  // the epilogue handles the key's vector (its pointer set per call)
+  std::mutex vector_mutex;  // held from setting that pointer to the call that reads it
 };
 
 struct PlanKey {
   int device;
   ElementType type;
-  bool tf32, a_col_major, b_col_major, bias;
+  bool tf32, a_col_major, b_col_major;
+  Vector vector;
   std::int64_t m, n, k, lda, ldb, a_stride, b_stride, batch;
   std::uint32_t a_alignment, b_alignment, out_alignment;
   auto operator<=>(const PlanKey&) const = default;
@@ -144,19 +150,17 @@ struct PlanKey {
 
 constexpr std::size_t kMaxPlans = 4096;
 
-// Whether a product adds its bias in cuBLASLt's epilogue: a bias aligned to 16 bytes (its
-// vectors' loads) and a plan that has the epilogue.
-bool epilogue_bias(const GemmProblem& p) {
-  return p.bias != nullptr && reinterpret_cast<std::uintptr_t>(p.bias) % 16 == 0;
-}
+// Whether an epilogue may read or write a vector at p: aligned to 16 bytes (its loads and
+// stores); the plan must also have the epilogue.
+bool epilogue_aligned(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
 
-PlanKey key_of(const GemmProblem& p, std::int64_t batch, std::int64_t item, int device) {
-  return {device, p.type, p.allow_tf32, p.a.col_major, p.b.col_major, epilogue_bias(p), p.m, p.n, p.k, p.a.ld, p.b.ld,
+PlanKey key_of(const GemmProblem& p, std::int64_t batch, std::int64_t item, int device, Vector vector) {
+  return {device, p.type, p.allow_tf32, p.a.col_major, p.b.col_major, vector, p.m, p.n, p.k, p.a.ld, p.b.ld,
           p.a.batch_stride, p.b.batch_stride, batch, alignment(p.a.data, p.a.batch_stride * item, batch),
           alignment(p.b.data, p.b.batch_stride * item, batch), alignment(p.out, p.m * p.n * item, batch)};
 }
 
-std::unique_ptr<Plan> make_plan(const LtContext& lt, const GemmProblem& p, const PlanKey& key) {
+std::unique_ptr<Plan> make_plan(const LtContext& lt, const GemmProblem& p, const PlanKey& key, const void* vector) {
   const Types t = types_of(p);
   const cudaDataType_t data_type = t.data;
   const auto count = static_cast<std::int32_t>(key.batch);
@@ -198,23 +202,27 @@ std::unique_ptr<Plan> make_plan(const LtContext& lt, const GemmProblem& p, const
                  "cublasLtMatmulPreferenceSetAttribute(REDUCTION_SCHEME_MASK)");
 
   // The heuristic's first choice: a fixed function of the problem and the GPU, with a
-  // fixed-order reduction (above), so results are reproducible. With a bias, the first
-  // choice among the algorithms with the bias epilogue (a bias of the output's type, one
-  // per row of cuBLAS's column-major D = out^T, so one per column of out), or, if none has
-  // it, a plan without it.
+  // fixed-order reduction (above), so results are reproducible. With a vector, the first
+  // choice among the algorithms with its epilogue, the vector of the output's type:
+  // - a bias, one per row of cuBLAS's column-major D = out^T, so one per column of out; if
+  //   no algorithm has the epilogue, a plan without it;
+  // - row sums of a, one per column of D (row of out), summed over k in float32; if no
+  //   algorithm has the epilogue, a plan without one and without an algorithm (never run).
   int found = 0;
-  if (key.bias) {
-    const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+  if (key.vector != Vector::None) {
+    const cublasLtEpilogue_t epilogue =
+        key.vector == Vector::Bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_BGRADB;
     check_status(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)),
                  "cublasLtMatmulDescSetAttribute(EPILOGUE)");
-    check_status(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &p.bias, sizeof(p.bias)),
+    check_status(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &vector, sizeof(vector)),
                  "cublasLtMatmulDescSetAttribute(BIAS_POINTER)");
     if (cublasLtMatmulAlgoGetHeuristic(lt.handle, d.op, d.a, d.b, d.out, d.out, d.preference, 1, &plan->heuristic,
                                        &found) == CUBLAS_STATUS_SUCCESS &&
         found > 0) {
-      plan->bias_epilogue = true;
+      plan->has_vector = true;
       return plan;
     }
+    if (key.vector == Vector::RowSums) return plan;
     const cublasLtEpilogue_t none = CUBLASLT_EPILOGUE_DEFAULT;
     check_status(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &none, sizeof(none)),
                  "cublasLtMatmulDescSetAttribute(EPILOGUE)");
@@ -229,15 +237,16 @@ std::unique_ptr<Plan> make_plan(const LtContext& lt, const GemmProblem& p, const
 }
 
 // The plan of a product, made on first use.
-Plan& plan_for(const LtContext& lt, const GemmProblem& p, std::int64_t batch, int device) {
+Plan& plan_for(const LtContext& lt, const GemmProblem& p, std::int64_t batch, int device, Vector vector,
+               const void* pointer) {
   static std::mutex mutex;
   static auto* plans = new std::map<PlanKey, std::unique_ptr<Plan>>();  // never destroyed: see context()
-  const PlanKey key = key_of(p, batch, types_of(p).item, device);
+  const PlanKey key = key_of(p, batch, types_of(p).item, device, vector);
   std::lock_guard lock(mutex);
   if (auto it = plans->find(key); it != plans->end()) return *it->second;
   if (plans->size() >= kMaxPlans) plans->clear();
   const auto start = std::chrono::steady_clock::now();
-  std::unique_ptr<Plan> plan = make_plan(lt, p, key);
+  std::unique_ptr<Plan> plan = make_plan(lt, p, key, pointer);
   if (detail::profiling_ops())
     detail::profile_host("matmul plan",
                          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
@@ -260,29 +269,31 @@ void write_bias_rows(const GemmProblem& p) {
   });
 }
 
-// One cublasLtMatmul over batch <= INT_MAX products. Returns false when the plan has no
-// bias epilogue for p's bias (the caller adds it); a plan whose epilogue call is refused
-// (a status, nothing launched) is marked as having none.
-bool lt_matmul(const LtContext& lt, const GemmProblem& p, std::int64_t batch, int device) {
+// One cublasLtMatmul over batch <= INT_MAX products, its epilogue handling `vector` at
+// `pointer` (p.bias is not read: Vector::Bias passes it). Returns false, nothing launched,
+// when the plan has no epilogue for the vector (the caller handles it); a plan whose
+// epilogue call is refused (a status, nothing launched) is marked as having none.
+bool lt_matmul(const LtContext& lt, const GemmProblem& p, std::int64_t batch, int device, Vector vector,
+               const void* pointer) {
   const bool f64 = p.type == ElementType::F64;
-  Plan& plan = plan_for(lt, p, batch, device);
-  if (p.bias != nullptr && !plan.bias_epilogue) return false;
+  Plan& plan = plan_for(lt, p, batch, device, vector, pointer);
+  if (vector != Vector::None && !plan.has_vector) return false;
   const Descriptors& d = plan.d;
   const float alpha32 = static_cast<float>(p.alpha), beta32 = static_cast<float>(p.beta);
   const void* alpha = f64 ? static_cast<const void*>(&p.alpha) : &alpha32;
   const void* beta = f64 ? static_cast<const void*>(&p.beta) : &beta32;
-  std::unique_lock<std::mutex> bias_lock;
-  if (plan.bias_epilogue) {
-    bias_lock = std::unique_lock(plan.bias_mutex);
-    check_status(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &p.bias, sizeof(p.bias)),
+  std::unique_lock<std::mutex> vector_lock;
+  if (plan.has_vector) {
+    vector_lock = std::unique_lock(plan.vector_mutex);
+    check_status(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &pointer, sizeof(pointer)),
                  "cublasLtMatmulDescSetAttribute(BIAS_POINTER)");
   }
   // beta == 0: cuBLASLt does not read C, so old values (NaN included) do not leak.
   const cublasStatus_t status = cublasLtMatmul(lt.handle, d.op, alpha, p.b.data, d.a, p.a.data, d.b, beta, p.out,
                                                d.out, p.out, d.out, &plan.heuristic.algo, lt.workspace,
                                                kWorkspaceBytes, detail::stream());
-  if (status != CUBLAS_STATUS_SUCCESS && plan.bias_epilogue) {
-    plan.bias_epilogue = false;
+  if (status != CUBLAS_STATUS_SUCCESS && plan.has_vector) {
+    plan.has_vector = false;
     return false;
   }
   check_status(status, "cublasLtMatmul");
@@ -295,6 +306,18 @@ template <class T, class C>
 __global__ void scale_kernel(T* out, std::int64_t n, C beta) {
   for (std::int64_t i = detail::first_index(); i < n; i += detail::grid_step())
     out[i] = detail::convert<T>(beta == 0 ? C(0) : beta * detail::widen(out[i]));
+}
+
+// The launch check of a product. The profile's variant ends with the epilogue's vector (0
+// none, 1 a bias written into out first, 2 a bias in the epilogue, 3 row sums in the
+// epilogue) and the operands' smallest alignment in bytes.
+void after_gemm(const GemmProblem& p, int vector_variant) {
+  const std::int64_t item = types_of(p).item;
+  detail::after_launch("matmul", {static_cast<int>(p.type), p.batch, p.m, p.n, p.k, p.a.col_major, p.b.col_major,
+                                  p.a.ld, p.b.ld, p.beta != 0, vector_variant,
+                                  std::min({alignment(p.a.data, p.a.batch_stride * item, p.batch),
+                                            alignment(p.b.data, p.b.batch_stride * item, p.batch),
+                                            alignment(p.out, p.m * p.n * item, p.batch)})});
 }
 
 }  // namespace
@@ -330,23 +353,28 @@ void gemm(const GemmProblem& problem, int device) {
     chunk.b.data = static_cast<const char*>(problem.b.data) + start * problem.b.batch_stride * item;
     chunk.out = static_cast<char*>(problem.out) + start * problem.m * problem.n * item;
     chunk.batch = std::min<std::int64_t>(problem.batch - start, INT_MAX);
-    if (!lt_matmul(lt, chunk, chunk.batch, device)) {  // no bias epilogue: the bias first, then out += a @ b
+    const bool fused_bias = chunk.bias != nullptr && epilogue_aligned(chunk.bias) &&
+                            lt_matmul(lt, chunk, chunk.batch, device, Vector::Bias, chunk.bias);
+    if (fused_bias) continue;
+    if (chunk.bias != nullptr) {  // no bias epilogue: the bias first, then out += a @ b
       write_bias_rows(chunk);
       chunk.bias = nullptr;
       chunk.beta = 1;
-      lt_matmul(lt, chunk, chunk.batch, device);
       bias_written_first = true;
     }
+    lt_matmul(lt, chunk, chunk.batch, device, Vector::None, nullptr);
   }
-  // The profile's variant ends with the bias (0 none, 1 written into out first, 2 in the
-  // epilogue) and the operands' smallest alignment in bytes.
-  const int bias_variant = problem.bias == nullptr ? 0 : bias_written_first ? 1 : 2;
-  detail::after_launch("matmul", {static_cast<int>(problem.type), problem.batch, problem.m, problem.n, problem.k,
-                                  problem.a.col_major, problem.b.col_major, problem.a.ld, problem.b.ld,
-                                  problem.beta != 0, bias_variant,
-                                  std::min({alignment(problem.a.data, problem.a.batch_stride * item, problem.batch),
-                                            alignment(problem.b.data, problem.b.batch_stride * item, problem.batch),
-                                            alignment(problem.out, problem.m * problem.n * item, problem.batch)})});
+  after_gemm(problem, problem.bias == nullptr ? 0 : bias_written_first ? 1 : 2);
+}
+
+bool gemm_with_row_sums(const GemmProblem& problem, void* row_sums, int device) {
+  if (problem.batch != 1 || problem.m == 0 || problem.n == 0 || problem.k == 0 || problem.alpha != 1 ||
+      problem.beta != 0 || problem.bias != nullptr || !epilogue_aligned(row_sums))
+    return false;
+  detail::use_device(device);
+  if (!lt_matmul(context(device), problem, 1, device, Vector::RowSums, row_sums)) return false;
+  after_gemm(problem, 3);
+  return true;
 }
 
 }  // namespace infini::cuda

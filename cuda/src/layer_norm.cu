@@ -1,6 +1,7 @@
 // Fused layer norm: a warp per row, each row read in 32-lane strides (coalesced) and summed
 // with a fixed butterfly, so results are reproducible. Statistics and sums are taken in the
-// element type (float32 or float64).
+// element type (float32 or float64); float32 rows may write y, and read dy, in float16 or
+// bfloat16 (autocast's input to the next product, and its gradient).
 //
 // The backward's affine gradients are column sums over fixed chunks of 32 rows, then over
 // the chunks:
@@ -18,6 +19,7 @@
 #include <cstdint>
 #include <string>
 
+#include "element_types.cuh"
 #include "infini/cuda/layer_norm.h"
 #include "launch.cuh"
 #include "strided.cuh"
@@ -37,8 +39,8 @@ using detail::warp_sum;
 __device__ inline double rsqrt_of(double x) { return rsqrt(x); }
 __device__ inline float rsqrt_of(float x) { return 1.0f / sqrtf(x); }
 
-template <class T>
-__global__ void forward_kernel(T* y, T* mean, T* rstd, const T* x, const T* weight, const T* bias, std::int64_t rows,
+template <class T, class Y>
+__global__ void forward_kernel(Y* y, T* mean, T* rstd, const T* x, const T* weight, const T* bias, std::int64_t rows,
                                std::int64_t cols, T eps) {
   const std::int64_t i = std::int64_t{blockIdx.x} * kRowsPerBlock + threadIdx.x / 32;
   const int lane = static_cast<int>(threadIdx.x % 32);
@@ -57,34 +59,34 @@ __global__ void forward_kernel(T* y, T* mean, T* rstd, const T* x, const T* weig
     mean[i] = m;
     rstd[i] = r;
   }
-  T* out = y + i * cols;
+  Y* out = y + i * cols;
   for (std::int64_t j = lane; j < cols; j += 32) {
     T v = (row[j] - m) * r;
     if (weight != nullptr) v *= weight[j];
     if (bias != nullptr) v += bias[j];
-    out[j] = v;
+    out[j] = detail::convert<Y>(v);
   }
 }
 
 // dx of row i, by one warp. With Sums, also adds the row's dy * x_hat and dy to w_sum[j]
 // and b_sum[j] (the lane's columns only).
-template <bool Sums, class T>
-__device__ void backward_row(T* dx, const T* dy, const T* x, const T* mean, const T* rstd, const T* weight,
+template <bool Sums, class T, class G>
+__device__ void backward_row(T* dx, const G* dy, const T* x, const T* mean, const T* rstd, const T* weight,
                              std::int64_t i, std::int64_t cols, T* w_sum, T* b_sum) {
   const int lane = static_cast<int>(threadIdx.x % 32);
-  const T* g_row = dy + i * cols;
+  const G* g_row = dy + i * cols;
   const T* x_row = x + i * cols;
   const T m = mean[i], r = rstd[i];
   T g_sum = 0, gx_sum = 0;
   for (std::int64_t j = lane; j < cols; j += 32) {
-    const T g = weight != nullptr ? g_row[j] * weight[j] : g_row[j];
+    const T d = detail::widen(g_row[j]), g = weight != nullptr ? d * weight[j] : d;
     g_sum += g;
     gx_sum += g * ((x_row[j] - m) * r);
   }
   const T g_mean = warp_sum(g_sum) / static_cast<T>(cols), gx_mean = warp_sum(gx_sum) / static_cast<T>(cols);
   T* out = dx + i * cols;
   for (std::int64_t j = lane; j < cols; j += 32) {
-    const T d = g_row[j], x_hat = (x_row[j] - m) * r;
+    const T d = detail::widen(g_row[j]), x_hat = (x_row[j] - m) * r;
     const T g = weight != nullptr ? d * weight[j] : d;
     out[j] = r * (g - g_mean - x_hat * gx_mean);
     if constexpr (Sums) {
@@ -94,8 +96,8 @@ __device__ void backward_row(T* dx, const T* dy, const T* x, const T* mean, cons
   }
 }
 
-template <class T>
-__global__ void backward_rows_kernel(T* dx, const T* dy, const T* x, const T* mean, const T* rstd, const T* weight,
+template <class T, class G>
+__global__ void backward_rows_kernel(T* dx, const G* dy, const T* x, const T* mean, const T* rstd, const T* weight,
                                      std::int64_t rows, std::int64_t cols) {
   const std::int64_t i = std::int64_t{blockIdx.x} * kRowsPerBlock + threadIdx.x / 32;
   T* const none = nullptr;
@@ -111,9 +113,9 @@ std::size_t fused_shared_bytes(std::int64_t cols) {
 // dx, and partial[chunk][0][j] = sum of dy * x_hat, partial[chunk][1][j] = sum of dy over
 // the chunk's rows: block c takes chunks c, c + gridDim.x, ...; warp w its rows 4 w .. 4 w + 3
 // in order, summed in its slice; then the slices are added in warp order.
-template <class T>
+template <class T, class G>
 __global__ void __launch_bounds__(kRowsPerBlock * 32)
-    backward_fused_kernel(T* dx, T* partial, const T* dy, const T* x, const T* mean, const T* rstd, const T* weight,
+    backward_fused_kernel(T* dx, T* partial, const G* dy, const T* x, const T* mean, const T* rstd, const T* weight,
                           std::int64_t rows, std::int64_t cols) {
   extern __shared__ __align__(16) unsigned char shared[];
   T* const slices = reinterpret_cast<T*>(shared);  // [warp][2][cols]
@@ -141,8 +143,8 @@ __global__ void __launch_bounds__(kRowsPerBlock * 32)
 
 // The partial sums of backward_fused_kernel in row order, a thread per column, for rows too
 // wide for its slices; block (column block, first chunk), the chunks gridDim.y apart.
-template <class T>
-__global__ void column_partials_kernel(T* partial, const T* dy, const T* x, const T* mean, const T* rstd,
+template <class T, class G>
+__global__ void column_partials_kernel(T* partial, const G* dy, const T* x, const T* mean, const T* rstd,
                                        std::int64_t rows, std::int64_t cols) {
   const std::int64_t j = std::int64_t{blockIdx.x} * kColumnThreads + threadIdx.x;
   if (j >= cols) return;
@@ -151,7 +153,7 @@ __global__ void column_partials_kernel(T* partial, const T* dy, const T* x, cons
     const std::int64_t end = std::min(rows, (chunk + 1) * kChunkRows);
 #pragma unroll 8
     for (std::int64_t i = chunk * kChunkRows; i < end; ++i) {
-      const T g = dy[i * cols + j];
+      const T g = detail::widen(dy[i * cols + j]);
       w += g * ((x[i * cols + j] - mean[i]) * rstd[i]);
       b += g;
     }
@@ -188,11 +190,16 @@ __global__ void column_sums_kernel(T* dweight, T* dbias, const T* partial, std::
   if (dbias != nullptr) dbias[j] = b;
 }
 
+// Calls f(T{}, S{}) for rows of `type` (T float or double) and `other` (y's or dy's type):
+// T's, or for float rows also float16/bfloat16.
 template <class F>
-void visit_float(ElementType type, const char* op, F&& f) {
-  if (type == ElementType::F32) return f(float{});
-  if (type == ElementType::F64) return f(double{});
-  throw CudaError(std::string(op) + ": expected float32 or float64 rows");
+void visit_types(ElementType type, ElementType other, const char* op, F&& f) {
+  if (type == ElementType::F64 && other == ElementType::F64) return f(double{}, double{});
+  if (type == ElementType::F32 && other == ElementType::F32) return f(float{}, float{});
+  if (type == ElementType::F32 && other == ElementType::BF16) return f(float{}, __nv_bfloat16{});
+  if (type == ElementType::F32 && other == ElementType::F16) return f(float{}, __half{});
+  throw CudaError(std::string(op) + ": expected float64 rows, or float32 rows with float32, float16 or bfloat16 " +
+                  "outputs and gradients");
 }
 
 unsigned row_blocks(std::int64_t rows, const char* op) {
@@ -215,35 +222,38 @@ std::size_t shared_memory_limit(const char* op) {
 
 }  // namespace
 
-void layer_norm_forward(void* y, void* mean, void* rstd, const LayerNormRows& p, double eps, int device) {
+void layer_norm_forward(void* y, ElementType y_type, void* mean, void* rstd, const LayerNormRows& p, double eps,
+                        int device) {
   constexpr const char* op = "layer_norm";
   if (p.rows == 0) return;
   detail::use_device(device);
-  visit_float(p.type, op, [&](auto zero) {
+  visit_types(p.type, y_type, op, [&](auto zero, auto y_zero) {
     using T = decltype(zero);
-    forward_kernel<T><<<row_blocks(p.rows, op), kRowsPerBlock * 32, 0, detail::stream()>>>(
-        static_cast<T*>(y), static_cast<T*>(mean), static_cast<T*>(rstd), static_cast<const T*>(p.x),
+    using Y = decltype(y_zero);
+    forward_kernel<T, Y><<<row_blocks(p.rows, op), kRowsPerBlock * 32, 0, detail::stream()>>>(
+        static_cast<Y*>(y), static_cast<T*>(mean), static_cast<T*>(rstd), static_cast<const T*>(p.x),
         static_cast<const T*>(p.weight), static_cast<const T*>(p.bias), p.rows, p.cols, static_cast<T>(eps));
   });
-  detail::after_launch(op, {static_cast<int>(p.type)});
+  detail::after_launch(op, {static_cast<int>(p.type), static_cast<int>(y_type)});
 }
 
 std::int64_t layer_norm_backward_scratch(const LayerNormRows& p) { return chunks_of(p.rows) * 2 * p.cols; }
 
-void layer_norm_backward(void* dx, void* dweight, void* dbias, const void* dy, const void* mean, const void* rstd,
-                         void* scratch, const LayerNormRows& p, int device) {
+void layer_norm_backward(void* dx, void* dweight, void* dbias, const void* dy, ElementType dy_type, const void* mean,
+                         const void* rstd, void* scratch, const LayerNormRows& p, int device) {
   constexpr const char* op = "layer_norm_backward";
   detail::use_device(device);
-  visit_float(p.type, op, [&](auto zero) {
+  visit_types(p.type, dy_type, op, [&](auto zero, auto g_zero) {
     using T = decltype(zero);
+    using G = decltype(g_zero);
     auto* const out = static_cast<T*>(dx);
-    const auto* g = static_cast<const T*>(dy);
+    const auto* g = static_cast<const G*>(dy);
     const auto* x = static_cast<const T*>(p.x);
     const auto* m = static_cast<const T*>(mean);
     const auto* r = static_cast<const T*>(rstd);
     const auto* w = static_cast<const T*>(p.weight);
     auto rows_kernel = [&] {
-      backward_rows_kernel<T><<<row_blocks(p.rows, op), kRowsPerBlock * 32, 0, detail::stream()>>>(out, g, x, m, r, w,
+      backward_rows_kernel<T, G><<<row_blocks(p.rows, op), kRowsPerBlock * 32, 0, detail::stream()>>>(out, g, x, m, r, w,
                                                                                                   p.rows, p.cols);
     };
     if ((dweight == nullptr && dbias == nullptr) || p.cols == 0) {
@@ -254,22 +264,22 @@ void layer_norm_backward(void* dx, void* dweight, void* dbias, const void* dy, c
     auto* partial = static_cast<T*>(scratch);
     const std::size_t shared = fused_shared_bytes<T>(p.cols);
     if (chunks > 0 && shared <= shared_memory_limit(op)) {
-      detail::check(cudaFuncSetAttribute(backward_fused_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+      detail::check(cudaFuncSetAttribute(backward_fused_kernel<T, G>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          static_cast<int>(shared)),
                     op);
-      backward_fused_kernel<T><<<grid_of(chunks), kRowsPerBlock * 32, shared, detail::stream()>>>(out, partial, g, x, m,
+      backward_fused_kernel<T, G><<<grid_of(chunks), kRowsPerBlock * 32, shared, detail::stream()>>>(out, partial, g, x, m,
                                                                                                  r, w, p.rows, p.cols);
     } else if (chunks > 0) {
       rows_kernel();
       const auto column_blocks = static_cast<unsigned>((p.cols + kColumnThreads - 1) / kColumnThreads);
-      column_partials_kernel<T><<<dim3(column_blocks, static_cast<unsigned>(std::min<std::int64_t>(chunks, 65535))),
+      column_partials_kernel<T, G><<<dim3(column_blocks, static_cast<unsigned>(std::min<std::int64_t>(chunks, 65535))),
                                   kColumnThreads, 0, detail::stream()>>>(partial, g, x, m, r, p.rows, p.cols);
     }
     const auto sum_blocks = static_cast<unsigned>((p.cols + kSumColumns - 1) / kSumColumns);
     column_sums_kernel<T><<<sum_blocks, dim3(kSumColumns, kSumStrides), 0, detail::stream()>>>(
         static_cast<T*>(dweight), static_cast<T*>(dbias), partial, chunks, p.cols);
   });
-  detail::after_launch(op, {static_cast<int>(p.type)});
+  detail::after_launch(op, {static_cast<int>(p.type), static_cast<int>(dy_type)});
 }
 
 }  // namespace infini::cuda

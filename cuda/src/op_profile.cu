@@ -7,7 +7,9 @@
 // - host ms: the host time from the previous op's launches to this one's (rows of host-only
 //   work, such as "matmul plan", count only their own time, which is also in the op's row).
 // Events are read back in batches (and at every synchronize); the table is printed to
-// stderr at exit.
+// stderr at exit. INFINI_CUDA_PROFILE_SKIP=N drops what was added up before the N-th
+// synchronize: a trainer's first step, whose ops include loading each kernel and making each
+// cuBLASLt plan.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -70,6 +72,13 @@ class OpProfile {
     last_mark_ = Clock::now();  // the wait above is not the next op's host time
   }
 
+  // At a synchronize: the pending events are read back, and the totals so far dropped while
+  // fewer than `skip` synchronizes have passed.
+  void synchronized(long long skip) {
+    resolve();
+    if (++synchronizes_ <= skip) totals_.clear();
+  }
+
  private:
   static constexpr std::size_t kBatch = 4096;
   struct Mark {
@@ -123,6 +132,7 @@ class OpProfile {
   cudaEvent_t start_ = nullptr, previous_end_ = nullptr;
   std::optional<Clock::time_point> last_mark_;
   std::map<std::string, Totals> totals_;
+  long long synchronizes_ = 0;
 };
 
 OpProfile& profile() {
@@ -156,7 +166,14 @@ void profile_mark(const char* op, std::initializer_list<long long> variant) {
 void profile_host(const char* what, double ms) { profile().add_host(what, ms); }
 
 void profile_resolve() {
-  if (profiling_ops()) profile().resolve();
+  static const long long skip = [] {
+    const char* value = std::getenv("INFINI_CUDA_PROFILE_SKIP");
+    if (value == nullptr) return 0LL;
+    char* end = nullptr;
+    const long long n = std::strtoll(value, &end, 10);
+    return end != value && *end == '\0' && n > 0 ? n : 0LL;
+  }();
+  if (profiling_ops()) profile().synchronized(skip);
 }
 
 }  // namespace infini::cuda::detail

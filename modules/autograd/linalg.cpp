@@ -2,6 +2,7 @@
 // differentiable ops (matmul, views, sum_to), so create_graph gives second derivatives.
 module;
 #include <cstdint>
+#include <optional>
 #include <string_view>
 module infini.autograd;
 
@@ -126,7 +127,9 @@ Tensor baddbmm(const Tensor& input, const Tensor& batch1, const Tensor& batch2, 
 }
 
 // y = x @ weight^T + bias. Backward: dx = g @ weight, dweight = g^T @ x over all rows of
-// x (one (out, rows) @ (rows, in) product), dbias = g summed to bias's shape.
+// x (one (out, rows) @ (rows, in) product), dbias = g summed to bias's shape. Outside
+// create_graph, dweight and dbias come from one pass where the device fuses them
+// (kernels::matmul_and_row_sums: dbias is the row sums of g^T).
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   if (const AutocastRegion cast(CastPolicy::kLowerPrecision, x); cast) return linear(cast(x), cast(weight), cast(bias));
   if (weight.dim() != 2 || x.dim() == 0 || x.shape().back() != weight.shape()[1])
@@ -141,12 +144,20 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
            TensorList grads(count);
            if (!g[0].defined()) return grads;
            if (ix.requires_grad && autograd::input_grad_needed(0)) grads[0] = matmul(g[0], s[1]);  // (*, out) @ (out, in)
+           const bool bias_grad = ibias.requires_grad && autograd::input_grad_needed(2);
            if (iw.requires_grad && autograd::input_grad_needed(1)) {
              const std::int64_t rows = rows_of(ix.shape), in = ix.shape.back(), out = iw.shape[0];
              const Tensor g2 = g[0].reshape({rows, out}), x2 = s[0].reshape({rows, in});
+             const bool fusable = bias_grad && !GradMode::is_enabled() && ibias.shape.size() == 1 &&
+                                  ibias.shape[0] == out && g2.dtype() == x2.dtype();
+             if (const auto fused = fusable ? kernels::matmul_and_row_sums(g2.transpose(0, 1), x2) : std::nullopt) {
+               grads[1] = fused->product;
+               grads[2] = fused->row_sums;
+               return grads;
+             }
              grads[1] = matmul(g2.transpose(0, 1), x2);  // (out, rows) @ (rows, in)
            }
-           if (ibias.requires_grad && autograd::input_grad_needed(2)) grads[2] = sum_to(g[0], ibias.shape);
+           if (bias_grad) grads[2] = sum_to(g[0], ibias.shape);
            return grads;
          });
   return y;

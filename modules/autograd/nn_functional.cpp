@@ -425,16 +425,16 @@ Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& targe
 namespace {
 
 // layer_norm of float32/64 rows through the fused kernels: x as rows (N, C) with C the
-// normalized elements; weight and bias (when given) of x's dtype and device. Its backward is
-// the kernels', or the same formula in differentiable ops when the gradient needs a graph
-// (create_graph).
+// normalized elements; weight and bias (when given) of x's dtype and device; y in y_dtype
+// (float16/bfloat16 for float32 rows) or x's. Its backward is the kernels', or the same
+// formula in differentiable ops when the gradient needs a graph (create_graph).
 Tensor fused_layer_norm(const Tensor& x, const Shape& normalized_shape, const std::optional<Tensor>& weight,
-                        const std::optional<Tensor>& bias, double eps) {
+                        const std::optional<Tensor>& bias, double eps, std::optional<DataType> y_dtype) {
   std::int64_t c = 1;
   for (std::int64_t d : normalized_shape) c *= d;
   const Tensor rows = x.reshape({-1, c});
   const Tensor w = weight ? weight->reshape({c}) : Tensor(), b = bias ? bias->reshape({c}) : Tensor();
-  auto [y, row_mean, row_rstd] = kernels::layer_norm_forward(rows, w, b, eps);
+  auto [y, row_mean, row_rstd] = kernels::layer_norm_forward(rows, w, b, eps, y_dtype);
   TensorList inputs{rows};
   if (w.defined()) inputs.push_back(w);
   if (b.defined()) inputs.push_back(b);
@@ -453,13 +453,14 @@ Tensor fused_layer_norm(const Tensor& x, const Shape& normalized_shape, const st
              if (need_b) grads[bias_at] = db;
              return grads;
            }
+           const Tensor gy = g[0].to(s[0].dtype());  // a float16/bfloat16 y's gradient, widened
            const Tensor centered = sub(s[0], mean(s[0], {1}, true));
            const Tensor r = rsqrt(add(mean(mul(centered, centered), {1}, true), eps));
            const Tensor x_hat = mul(centered, r);
-           const Tensor gw = has_w ? mul(g[0], s[3]) : g[0];
+           const Tensor gw = has_w ? mul(gy, s[3]) : gy;
            grads[0] = mul(r, sub(sub(gw, mean(gw, {1}, true)), mul(x_hat, mean(mul(gw, x_hat), {1}, true))));
-           if (need_w) grads[1] = sum(mul(g[0], x_hat), {0});
-           if (need_b) grads[bias_at] = sum(g[0], {0});
+           if (need_w) grads[1] = sum(mul(gy, x_hat), {0});
+           if (need_b) grads[bias_at] = sum(gy, {0});
            return grads;
          });
   return y.view(x.shape());
@@ -476,17 +477,24 @@ bool fused_layer_norm_applies(const Tensor& x, const std::optional<Tensor>& weig
 }  // namespace
 
 Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const std::optional<Tensor>& weight,
-                  const std::optional<Tensor>& bias, double eps) {
+                  const std::optional<Tensor>& bias, double eps, std::optional<DataType> out_dtype) {
+  if (out_dtype && !is_floating_point(*out_dtype))
+    throw DTypeError("layer_norm", concat("out_dtype must be a floating-point dtype, got ", *out_dtype));
   if (const AutocastRegion cast(CastPolicy::kFloat32, x); cast)
-    return layer_norm(cast(x), normalized_shape, cast(weight), cast(bias), eps);
+    return layer_norm(cast(x), normalized_shape, cast(weight), cast(bias), eps, out_dtype);
   const std::vector<std::int64_t> dims = normalized_dims("layer_norm", x, normalized_shape, weight, bias);
-  if (fused_layer_norm_applies(x, weight, bias)) return fused_layer_norm(x, normalized_shape, weight, bias, eps);
+  const auto converted = [&](const Tensor& y) { return out_dtype ? y.to(*out_dtype) : y; };
+  if (fused_layer_norm_applies(x, weight, bias)) {
+    const bool direct = out_dtype && x.dtype() == kFloat32 && (*out_dtype == kFloat16 || *out_dtype == kBFloat16);
+    if (direct) return fused_layer_norm(x, normalized_shape, weight, bias, eps, out_dtype);
+    return converted(fused_layer_norm(x, normalized_shape, weight, bias, eps, std::nullopt));
+  }
   const Tensor centered = sub(x, mean(x, dims, true));
   const Tensor variance = mean(mul(centered, centered), dims, true);
   Tensor y = mul(centered, rsqrt(add(variance, eps)));
   if (weight) y = mul(y, *weight);
   if (bias) y = add(y, *bias);
-  return y;
+  return converted(y);
 }
 
 Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const std::optional<Tensor>& weight,

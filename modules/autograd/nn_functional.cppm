@@ -91,8 +91,12 @@ Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& targe
                                         const std::optional<Tensor>& pos_weight = {});
 
 // Normalises over the trailing dims given by normalized_shape; weight/bias of that shape.
+// out_dtype (floating point): the result converted to it once, as layer_norm(...).to(out_dtype)
+// gives, without the intermediate: float32 rows are written as float16/bfloat16 directly and
+// their gradient read in it (a layer norm that feeds a product under autocast).
 Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const std::optional<Tensor>& weight = {},
-                  const std::optional<Tensor>& bias = {}, double eps = 1e-5);
+                  const std::optional<Tensor>& bias = {}, double eps = 1e-5,
+                  std::optional<DataType> out_dtype = std::nullopt);
 // eps defaults to PyTorch's: the machine epsilon of float64 for float64 x, of float32 otherwise.
 Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const std::optional<Tensor>& weight = {},
                 std::optional<double> eps = std::nullopt);

@@ -1,6 +1,7 @@
 // Argument checks and layout preparation for the fused layer-norm kernels.
 module;
 #include <cstdint>
+#include <optional>
 #include <string_view>
 #include <vector>
 module infini.kernels;
@@ -27,14 +28,24 @@ void check(const Tensor& x, const Tensor& weight, const Tensor& bias) {
 
 Tensor contiguous_or_undefined(const Tensor& t) { return t.defined() ? t.contiguous() : t; }
 
+// The 16-bit types float32 rows may be written in, and their gradients read in.
+bool is_half_of_float32(const Tensor& x, DataType other) {
+  return x.dtype() == kFloat32 && (other == kFloat16 || other == kBFloat16);
+}
+
 }  // namespace
 
-LayerNormRows layer_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps) {
+LayerNormRows layer_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps,
+                                 std::optional<DataType> y_dtype) {
   NoGradGuard no_grad;
   check(x, weight, bias);
+  const DataType out = y_dtype.value_or(x.dtype());
+  if (out != x.dtype() && !is_half_of_float32(x, out))
+    throw DTypeError(kOp, concat("fused rows of ", x.dtype(), " cannot be written as ", out,
+                                 " (float32 rows may be written as float16 or bfloat16)"));
   const std::int64_t n = x.shape()[0];
   const DataType stats = x.dtype();  // float32 or float64, as the kernels promise
-  LayerNormRows r{empty(x.shape(), {.dtype = x.dtype(), .device = x.device()}),
+  LayerNormRows r{empty(x.shape(), {.dtype = out, .device = x.device()}),
                   empty({n}, {.dtype = stats, .device = x.device()}), empty({n}, {.dtype = stats, .device = x.device()})};
   KernelTable<LayerNormForwardKernel>::call(x.device(), r.y, r.mean, r.rstd, x.contiguous(),
                                             contiguous_or_undefined(weight), contiguous_or_undefined(bias), eps);
@@ -51,8 +62,9 @@ LayerNormGrads layer_norm_backward(const Tensor& dy, const Tensor& x, const Tens
   const TensorOptions options{.dtype = x.dtype(), .device = x.device()};
   LayerNormGrads g{empty(x.shape(), options), need_weight ? empty({c}, options) : Tensor(),
                    need_bias ? empty({c}, options) : Tensor()};
-  KernelTable<LayerNormBackwardKernel>::call(x.device(), g.dx, g.dweight, g.dbias, dy.to(x.dtype()).contiguous(),
-                                             x.contiguous(), mean, rstd, contiguous_or_undefined(weight));
+  const Tensor g_rows = is_half_of_float32(x, dy.dtype()) ? dy : dy.to(x.dtype());
+  KernelTable<LayerNormBackwardKernel>::call(x.device(), g.dx, g.dweight, g.dbias, g_rows.contiguous(), x.contiguous(),
+                                             mean, rstd, contiguous_or_undefined(weight));
   return g;
 }
 

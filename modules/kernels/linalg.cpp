@@ -4,6 +4,7 @@
 module;
 #include <atomic>
 #include <cstdint>
+#include <optional>
 #include <string_view>
 #include <vector>
 module infini.kernels;
@@ -103,6 +104,20 @@ Tensor matmul(const Tensor& a, const Tensor& b, const MatmulOptions& o) {
     }
   }
   return out.view(result_shape);
+}
+
+std::optional<ProductAndRowSums> matmul_and_row_sums(const Tensor& a, const Tensor& b) {
+  NoGradGuard no_grad;
+  const MatmulOptions options{.op = "matmul"};
+  check_operands(a, b, options);
+  if (a.dim() != 2 || b.dim() != 2 || a.shape()[1] != b.shape()[0])
+    throw ShapeError("matmul", concat("expected matrices (m, k) and (k, n), got shapes ", a.shape(), " and ",
+                                      b.shape()));
+  if (a.shape()[1] == 0 || !KernelTable<GemmRowSumsKernel>::has(a.device().type)) return std::nullopt;
+  const TensorOptions like{.dtype = a.dtype(), .device = a.device()};
+  ProductAndRowSums result{empty({a.shape()[0], b.shape()[1]}, like), empty({a.shape()[0]}, like)};
+  if (!KernelTable<GemmRowSumsKernel>::call(a.device(), result.product, result.row_sums, a, b)) return std::nullopt;
+  return result;
 }
 
 }  // namespace infini::kernels

@@ -2,6 +2,7 @@
 // product behind infini.autograd's matmul, mm, bmm, mv, dot, outer, baddbmm and linear;
 // the batched SVD kernel signature behind linalg_svd.
 module;
+#include <optional>
 #include <string_view>
 export module infini.kernels:linalg;
 import infini.tensor;
@@ -19,6 +20,17 @@ struct GemmKernel {
   static constexpr std::string_view name = "matmul";
   using Fn = void (*)(const Tensor& out, const Tensor& a, const Tensor& b, double alpha, double beta,
                       const Tensor& bias);
+};
+
+// out = a @ b and row_sums[r] = sum over k of a[r, k], for a (m, k) and b (k, n) of one
+// floating-point dtype with k > 0, out (m, n) and row_sums (m) contiguous of it (16-bit
+// types summed in float32 and rounded once), in one pass: linear's weight gradient g^T @ x
+// with its bias gradient, g's column sums. Only devices that fuse the two have an entry
+// (CUDA: cuBLASLt's bias-gradient epilogue); it returns false, having written nothing, when
+// it cannot fuse this problem.
+struct GemmRowSumsKernel {
+  static constexpr std::string_view name = "matmul_row_sums";
+  using Fn = bool (*)(const Tensor& out, const Tensor& row_sums, const Tensor& a, const Tensor& b);
 };
 
 // The singular value decomposition a = U diag(S) Vh of every matrix of a (batch, m, n),
@@ -60,6 +72,14 @@ struct MatmulOptions {
 // bias of it too); float16/bfloat16 are summed in float32 and rounded once (on CUDA by
 // cuBLASLt on tensor cores). ShapeError names both shapes.
 Tensor matmul(const Tensor& a, const Tensor& b, const MatmulOptions& options = {});
+
+// a @ b and the row sums of a (sum over k, a's dtype) for 2-D a (m, k) and b (k, n) of one
+// floating-point dtype on one device, from one fused pass (GemmRowSumsKernel), or nullopt
+// where the device has none for this problem: the caller then computes them apart.
+struct ProductAndRowSums {
+  Tensor product, row_sums;
+};
+std::optional<ProductAndRowSums> matmul_and_row_sums(const Tensor& a, const Tensor& b);
 
 }  // namespace kernels
 }  // namespace infini

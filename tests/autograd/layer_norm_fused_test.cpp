@@ -1,7 +1,8 @@
 // The fused layer-norm kernels behind layer_norm (float32/64 rows): float32 against a naive
 // float64 loop on rows far from zero (the two-pass variance), every affine combination,
 // float32 gradients against float64 ones, more rows than one 64-row chunk of the affine
-// sums, zero rows, and mixed dtypes (the composed path); on a GPU, the CUDA kernels against
+// sums, zero rows, mixed dtypes (the composed path), results made in another dtype
+// (out_dtype: the bits of a cast after it, gradients too); on a GPU, the CUDA kernels against
 // the CPU's over many chunks and column blocks. The op table entry gradchecks and
 // gradgradchecks it in float64 (nn_functional_ops_test.cpp).
 #include <gtest/gtest.h>
@@ -10,6 +11,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -84,6 +86,82 @@ TEST(LayerNormFused, Float32GradientsMatchFloat64AcrossChunksOfRows) {
   }
 }
 
+// x, weight and bias leaves of dtype, for the gradient tests below.
+struct Leaves {
+  Tensor x, w, b;
+};
+Leaves leaves(DataType dtype) {
+  return {sample({kRows, kCols}, -2, 2, 44).to(dtype).requires_grad_(),
+          sample({kCols}, 0.5, 1.5, 45).to(dtype).requires_grad_(), sample({kCols}, -1, 1, 46).to(dtype).requires_grad_()};
+}
+
+TEST(LayerNormFused, HalfOutputsAreTheBitsOfACastAndSoAreTheirGradients) {
+  for (const DataType half : {kBFloat16, kFloat16}) {
+    const Tensor g = sample({kRows, kCols}, -1, 1, 47).to(half);
+    const Leaves direct = leaves(kFloat32), cast = leaves(kFloat32);
+    const Tensor y = layer_norm(direct.x, {kCols}, direct.w, direct.b, 1e-5, half);
+    const Tensor want = layer_norm(cast.x, {kCols}, cast.w, cast.b, 1e-5).to(half);
+    ASSERT_EQ(y.dtype(), half);
+    EXPECT_EQ(values(y), values(want)) << half;
+    y.backward(g);
+    want.backward(g);
+    for (const auto& [got, expected, name] : {std::tuple{direct.x, cast.x, "x"}, {direct.w, cast.w, "weight"},
+                                              {direct.b, cast.b, "bias"}}) {
+      ASSERT_EQ(got.grad().dtype(), kFloat32) << half << " " << name;
+      EXPECT_EQ(values(got.grad()), values(expected.grad())) << half << " " << name;
+    }
+  }
+}
+
+TEST(LayerNormFused, HalfOutputsGradientsWithAGraphMatchTheKernels) {
+  const Tensor g = sample({kRows, kCols}, -1, 1, 48).to(kBFloat16);
+  const Leaves p = leaves(kFloat32);
+  const TensorList inputs{p.x, p.w, p.b};
+  const TensorList kernel = autograd::grad({layer_norm(p.x, {kCols}, p.w, p.b, 1e-5, kBFloat16)}, inputs, {g});
+  const TensorList graph =
+      autograd::grad({layer_norm(p.x, {kCols}, p.w, p.b, 1e-5, kBFloat16)}, inputs, {g}, std::nullopt, true);
+  for (std::size_t k = 0; k < inputs.size(); ++k) {
+    ASSERT_EQ(graph[k].dtype(), kFloat32) << "input " << k;
+    const auto a = values(graph[k]), e = values(kernel[k]);
+    for (std::size_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a[i], e[i], 1e-4 * (1 + std::abs(e[i]))) << k << " " << i;
+  }
+  EXPECT_TRUE(graph[0].requires_grad());  // a graph to differentiate again
+}
+
+TEST(LayerNormFused, OtherOutputDtypesConvertTheResult) {
+  const Tensor x = sample({kRows, kCols}, -2, 2, 49);
+  // float64 rows (fused, then cast), bfloat16 rows (the composed form, then cast), and
+  // float32 rows kept in float32.
+  EXPECT_EQ(values(layer_norm(x, {kCols}, std::nullopt, std::nullopt, 1e-5, kBFloat16)),
+            values(layer_norm(x, {kCols}).to(kBFloat16)));
+  const Tensor x16 = x.to(kBFloat16);
+  const Tensor y32 = layer_norm(x16, {kCols}, std::nullopt, std::nullopt, 1e-5, kFloat32);
+  ASSERT_EQ(y32.dtype(), kFloat32);
+  EXPECT_EQ(values(y32), values(layer_norm(x16, {kCols}).to(kFloat32)));
+  const Tensor x32 = x.to(kFloat32);
+  EXPECT_EQ(values(layer_norm(x32, {kCols}, std::nullopt, std::nullopt, 1e-5, kFloat32)),
+            values(layer_norm(x32, {kCols})));
+}
+
+TEST(LayerNormFused, UnderAutocastTheFloat32ResultIsMadeInTheOutputDtype) {
+  const Tensor x = sample({kRows, kCols}, -2, 2, 50).to(kBFloat16);  // autocast runs layer_norm in float32
+  Tensor y;
+  {
+    AutocastGuard autocast(DeviceType::CPU, kBFloat16);
+    y = layer_norm(x, {kCols}, std::nullopt, std::nullopt, 1e-5, kBFloat16);
+  }
+  ASSERT_EQ(y.dtype(), kBFloat16);
+  EXPECT_EQ(values(y), values(layer_norm(x.to(kFloat32), {kCols}).to(kBFloat16)));
+}
+
+TEST(LayerNormFused, BadOutputDtypesRaise) {
+  const Tensor x = sample({kRows, kCols}, -2, 2, 51).to(kFloat32);
+  expect_error<DTypeError>([&] { layer_norm(x, {kCols}, std::nullopt, std::nullopt, 1e-5, kInt32); }, "layer_norm",
+                           {"out_dtype", "int32"});
+  expect_error<DTypeError>([&] { kernels::layer_norm_forward(x.to(kFloat64), Tensor(), Tensor(), 1e-5, kBFloat16); },
+                           "layer_norm", {"float64", "bfloat16"});
+}
+
 TEST(LayerNormFusedCuda, GradientsMatchTheCpuOverManyChunksAndColumnBlocks) {
   if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";
   const Device gpu = Device::cuda(0);
@@ -115,6 +193,20 @@ TEST(LayerNormFusedCuda, GradientsMatchTheCpuOverManyChunksAndColumnBlocks) {
         EXPECT_EQ(values(again[k]), a) << what << ": two runs differ";
       }
     }
+    // float32 rows written, and their gradient read, in bfloat16: the bits of the casts.
+    const Tensor g = g64.to(kBFloat16).to(gpu);
+    auto half_grads = [&](bool direct) {
+      const Tensor x = x64.to(kFloat32).to(gpu).detach().requires_grad_();
+      const Tensor w = w64.to(kFloat32).to(gpu).detach().requires_grad_();
+      const Tensor b = b64.to(kFloat32).to(gpu).detach().requires_grad_();
+      const Tensor y = direct ? layer_norm(x, {cols}, w, b, 1e-5, kBFloat16)
+                              : layer_norm(x, {cols}, w, b, 1e-5).to(kBFloat16);
+      y.backward(g);
+      return TensorList{y, x.grad(), w.grad(), b.grad()};
+    };
+    const TensorList direct = half_grads(true), cast = half_grads(false);
+    for (std::size_t k = 0; k < direct.size(); ++k)
+      EXPECT_EQ(values(direct[k]), values(cast[k])) << rows << "x" << cols << " bfloat16 output " << k;
   }
 }
 

@@ -1,7 +1,7 @@
 // nn::GPT2: forward and backward against llm.c's reference state on tests/data/gpt2-tiny
 // (logits and loss within 1e-5, every gradient within 1e-4; on the CPU and, when there is
-// one, a CUDA GPU), the llm.c tensor layout, initialisation, the d12 parameter count and bad
-// inputs.
+// one, a CUDA GPU), its norms' outputs under autocast, the llm.c tensor layout,
+// initialisation, the d12 parameter count and bad inputs.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -105,6 +105,41 @@ TEST(GPT2Model, ForwardAndBackwardMatchLlmc) { expect_llmc_forward_and_backward(
 TEST(GPT2ModelCuda, ForwardAndBackwardMatchLlmc) {
   if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";
   expect_llmc_forward_and_backward(Device::cuda(0));
+}
+
+// The blocks' norms write autocast's dtype directly for the products after them: the logits
+// and every gradient are the bits of the blocks written with float32 norms and the products'
+// casts (the composition below).
+TEST(GPT2Model, UnderAutocastTheNormsOutputsGiveTheCastPathsBits) {
+  nn::GPT2 model(tiny_config());
+  const Tensor idx = randint(0, 500, {2, 16}, {.dtype = kInt64});
+  const Tensor targets = randint(0, 500, {2, 16}, {.dtype = kInt64});
+  auto run = [&](bool direct) {
+    model->zero_grad();
+    AutocastGuard autocast(DeviceType::CPU, kBFloat16);
+    Tensor logits;
+    if (direct) {
+      logits = model(idx);
+    } else {
+      Tensor x = model->embed(idx);
+      for (const auto& block : model->h) {
+        const Tensor x1 = add(x, block->attn->forward(block->ln_1->forward(x)));
+        x = add(x1, block->mlp->forward(block->ln_2->forward(x1)));
+      }
+      logits = model->tp->vocab_logits(model->ln_f->forward(x), model->wte->weight);
+    }
+    model->loss(logits, targets).backward();
+    TensorList out{logits};
+    for (const Tensor& p : model->parameters()) out.push_back(p.grad());
+    return out;
+  };
+  const TensorList direct = run(true), cast = run(false);
+  ASSERT_EQ(direct.size(), cast.size());
+  for (std::size_t k = 0; k < direct.size(); ++k) {
+    ASSERT_EQ(direct[k].dtype(), cast[k].dtype()) << k;
+    EXPECT_EQ(max_abs_diff(direct[k].to(kFloat64), cast[k].to(kFloat64)), 0.0) << (k == 0 ? "logits" : "gradient ")
+                                                                                << k;
+  }
 }
 
 TEST(GPT2Model, LlmcTensorsRoundTripAndFollowTheCheckpointLayout) {

@@ -1,5 +1,6 @@
 // LayerNorm, RMSNorm and GroupNorm: forward against naive float64 loops with non-trivial
-// affine parameters, parameters and their init, gradients, clone and errors.
+// affine parameters, parameters and their init, gradients, clone, results in another dtype
+// and errors.
 #include <gtest/gtest.h>
 
 #include <cfloat>
@@ -76,6 +77,19 @@ TEST(LayerNorm, GradientsAndClone) {
   ASSERT_TRUE(copy);
   EXPECT_EQ(values(copy->weight), (std::vector<double>{0.5, 1.5, -2}));
   expect_close(values((*copy)(x)), values(ln(x)), 0);
+}
+
+TEST(LayerNorm, ForwardInAnotherDtypeGivesTheCastsBits) {
+  LayerNorm ln(Shape{3, 4});
+  assign(ln->weight, {0.5, 1.5, -2, 1, 0.25, 3, 1, 1, -1, 2, 0.75, 1});
+  const Tensor x = random_input({5, 3, 4}, 3).to(kFloat32);
+  for (const DataType dtype : {kBFloat16, kFloat16, kFloat64}) {
+    const Tensor y = ln->forward(x, dtype);
+    EXPECT_EQ(y.dtype(), dtype);
+    EXPECT_EQ(y.shape(), x.shape());
+    expect_close(values(y), values(ln(x).to(dtype)), 0);
+  }
+  expect_error<DTypeError>([&] { ln->forward(x, kInt64); }, "LayerNorm", "out_dtype");
 }
 
 TEST(LayerNorm, Errors) {

@@ -28,7 +28,8 @@ void forward_cuda(const Tensor& y, const Tensor& mean, const Tensor& rstd, const
                   const Tensor& bias, double eps) {
   const cuda::LayerNormRows rows = rows_of(x, weight, bias);
   run(LayerNormForwardKernel::name, x.device(), [&] {
-    cuda::layer_norm_forward(y.data_ptr(), mean.data_ptr(), rstd.data_ptr(), rows, eps, x.device().index);
+    cuda::layer_norm_forward(y.data_ptr(), cuda_glue::element_type(y.dtype()), mean.data_ptr(), rstd.data_ptr(), rows,
+                             eps, x.device().index);
   });
 }
 
@@ -40,8 +41,9 @@ void backward_cuda(const Tensor& dx, const Tensor& dweight, const Tensor& dbias,
                               : Tensor();
   run(LayerNormBackwardKernel::name, x.device(), [&] {
     cuda::layer_norm_backward(dx.data_ptr(), dweight.defined() ? dweight.data_ptr() : nullptr,
-                              dbias.defined() ? dbias.data_ptr() : nullptr, dy.data_ptr(), mean.data_ptr(),
-                              rstd.data_ptr(), sums ? scratch.data_ptr() : nullptr, rows, x.device().index);
+                              dbias.defined() ? dbias.data_ptr() : nullptr, dy.data_ptr(),
+                              cuda_glue::element_type(dy.dtype()), mean.data_ptr(), rstd.data_ptr(),
+                              sums ? scratch.data_ptr() : nullptr, rows, x.device().index);
   });
 }
 

@@ -1,4 +1,4 @@
-// The CUDA GEMM as the entry of GemmKernel: each operand's matrices are read in place when
+// The CUDA GEMM as the entry of GemmKernel (and GemmRowSumsKernel): each operand's matrices are read in place when
 // they are row- or column-major views (else copied contiguous), and the batch dims are
 // merged into one strided batch per cuBLASLt call, the dims that do not merge looped here.
 module;
@@ -63,23 +63,19 @@ Batch merged_batch(const Tensor& out, const Tensor& a, const Tensor& b) {
   return batch;
 }
 
-void gemm_cuda(const Tensor& out, const Tensor& a_in, const Tensor& b_in, double alpha, double beta,
-               const Tensor& bias) {
+// The product out = a @ b of the last two dims (no data pointers yet; batch 1): a and b
+// become contiguous copies where cuBLAS cannot read them in place.
+cuda::GemmProblem matrix_problem(const Tensor& out, Tensor& a, Tensor& b) {
   if (!is_floating_point(out.dtype()))
     throw DTypeError("matmul", concat("the CUDA GEMM computes float64, float32, bfloat16 and float16, got ",
                                       out.dtype()));
-  if (out.numel() == 0) return;
   const std::int64_t nd = out.dim();
   cuda::GemmProblem p;
   p.type = cuda_glue::element_type(out.dtype());
   p.m = out.shape()[nd - 2];
   p.n = out.shape()[nd - 1];
-  p.k = a_in.shape()[nd - 1];
-  p.alpha = alpha;
-  p.beta = beta;
-  p.bias = bias.defined() ? bias.data_ptr() : nullptr;
+  p.k = a.shape()[nd - 1];
   p.allow_tf32 = float32_matmul_precision() == MatmulPrecision::kMedium;
-  Tensor a = a_in, b = b_in;
   if (p.k > 0) {
     if (!matrix_layout(a, p.a)) {
       a = a.contiguous();
@@ -90,6 +86,17 @@ void gemm_cuda(const Tensor& out, const Tensor& a_in, const Tensor& b_in, double
       matrix_layout(b, p.b);
     }
   }
+  return p;
+}
+
+void gemm_cuda(const Tensor& out, const Tensor& a_in, const Tensor& b_in, double alpha, double beta,
+               const Tensor& bias) {
+  if (out.numel() == 0 && is_floating_point(out.dtype())) return;
+  Tensor a = a_in, b = b_in;
+  cuda::GemmProblem p = matrix_problem(out, a, b);
+  p.alpha = alpha;
+  p.beta = beta;
+  p.bias = bias.defined() ? bias.data_ptr() : nullptr;
   const Batch batch = merged_batch(out, a, b);
   // The innermost merged dim is cuBLASLt's strided batch; the outer ones are looped here.
   std::int64_t outer = 1;
@@ -120,8 +127,21 @@ void gemm_cuda(const Tensor& out, const Tensor& a_in, const Tensor& b_in, double
   });
 }
 
+// cuBLASLt's bias-gradient epilogue (cuda::gemm_with_row_sums).
+bool gemm_row_sums_cuda(const Tensor& out, const Tensor& row_sums, const Tensor& a_in, const Tensor& b_in) {
+  Tensor a = a_in, b = b_in;
+  cuda::GemmProblem p = matrix_problem(out, a, b);
+  p.a.data = a.data_ptr();
+  p.b.data = b.data_ptr();
+  p.out = out.data_ptr();
+  bool fused = false;
+  run("matmul", out.device(), [&] { fused = cuda::gemm_with_row_sums(p, row_sums.data_ptr(), out.device().index); });
+  return fused;
+}
+
 const bool registered = [] {
   KernelTable<GemmKernel>::set(DeviceType::CUDA, &gemm_cuda);
+  KernelTable<GemmRowSumsKernel>::set(DeviceType::CUDA, &gemm_row_sums_cuda);
   return true;
 }();
 

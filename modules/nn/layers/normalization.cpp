@@ -58,10 +58,14 @@ void LayerNormImpl::reset_parameters() {
   if (bias.defined()) init::zeros_(bias);
 }
 
-Tensor LayerNormImpl::forward(const Tensor& x) {
+Tensor LayerNormImpl::forward(const Tensor& x) { return normalize(x, std::nullopt); }
+
+Tensor LayerNormImpl::forward(const Tensor& x, DataType out_dtype) { return normalize(x, out_dtype); }
+
+Tensor LayerNormImpl::normalize(const Tensor& x, std::optional<DataType> out_dtype) {
   return with_layer_name(type_name(), [&] {
     return layer_norm(x, normalized_shape, weight.defined() ? std::optional(weight) : std::nullopt,
-                      bias.defined() ? std::optional(bias) : std::nullopt, options.eps);
+                      bias.defined() ? std::optional(bias) : std::nullopt, options.eps, out_dtype);
   });
 }
 

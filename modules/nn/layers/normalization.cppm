@@ -26,6 +26,9 @@ class LayerNormImpl : public Cloneable<LayerNormImpl> {
   void reset() override;
   void reset_parameters();
   Tensor forward(const Tensor& x) override;
+  // forward(x).to(out_dtype) without the intermediate (layer_norm's out_dtype): float32 rows
+  // are written as float16/bfloat16 directly, for a product that reads them so under autocast.
+  Tensor forward(const Tensor& x, DataType out_dtype);
 
   Shape normalized_shape;
   LayerNormOptions options;
@@ -34,6 +37,9 @@ class LayerNormImpl : public Cloneable<LayerNormImpl> {
 
  protected:
   std::string extra_repr() const override;
+
+ private:
+  Tensor normalize(const Tensor& x, std::optional<DataType> out_dtype);
 };
 // The handles spell out their constructors (ModuleHolder's forwarding one cannot take
 // braced arguments), so that `LayerNorm ln(768, {.eps = 1e-6})` works.

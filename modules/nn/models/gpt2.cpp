@@ -14,6 +14,19 @@ module;
 module infini.nn;
 
 namespace infini::nn {
+namespace {
+
+// ln(x) for a product to read: under autocast, float32 rows are written in autocast's dtype
+// directly (the bits the product's cast would give), with no float32 copy in between. Not
+// under tensor parallelism, whose sequence-parallel gathers (and their gradients'
+// reductions) then stay in float32 as before.
+Tensor norm_for_product(LayerNormImpl& ln, const Tensor& x, const TensorParallelLayers& tp) {
+  const DeviceType device = x.device().type;
+  if (x.dtype() != kFloat32 || !is_autocast_enabled(device) || tp.size() > 1) return ln.forward(x);
+  return ln.forward(x, autocast_dtype(device));
+}
+
+}  // namespace
 
 GPT2Config GPT2Config::from_name(std::string_view name) {
   // (layers, heads, channels) of llm.c's GPT-2 sizes.
@@ -111,8 +124,8 @@ Tensor GPT2BlockImpl::forward(const Tensor& x) {
 }
 
 Tensor GPT2BlockImpl::forward_cached(const Tensor& x, Tensor& keys, Tensor& values) {
-  const Tensor x1 = add(x, attn->forward_cached((*ln_1)(x), keys, values));
-  return add(x1, (*mlp)((*ln_2)(x1)));
+  const Tensor x1 = add(x, attn->forward_cached(norm_for_product(*ln_1, x, *tp), keys, values));
+  return add(x1, (*mlp)(norm_for_product(*ln_2, x1, *tp)));
 }
 
 GPT2Impl::GPT2Impl(GPT2Config config, std::shared_ptr<TensorParallelLayers> tp)
@@ -205,7 +218,7 @@ Tensor GPT2Impl::embed_from(const Tensor& idx, std::int64_t past) {
 }
 
 Tensor GPT2Impl::head(const Tensor& x) {
-  return tp->vocab_logits((*ln_f)(x), wte->weight);  // (B, T, Vp / tp)
+  return tp->vocab_logits(norm_for_product(*ln_f, x, *tp), wte->weight);  // (B, T, Vp / tp)
 }
 
 Tensor GPT2Impl::loss(const Tensor& logits, const Tensor& targets) const {

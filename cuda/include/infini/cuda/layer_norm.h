@@ -17,16 +17,19 @@ struct LayerNormRows {
   const void* bias = nullptr;
 };
 
-// y (rows, cols), mean and rstd (rows), all of `type`.
-void layer_norm_forward(void* y, void* mean, void* rstd, const LayerNormRows& rows, double eps, int device);
+// y (rows, cols) of y_type, mean and rstd (rows) of `type`. y_type is `type`, or for F32 rows
+// also F16 or BF16 (the float32 result rounded once).
+void layer_norm_forward(void* y, ElementType y_type, void* mean, void* rstd, const LayerNormRows& rows, double eps,
+                        int device);
 
 // Elements of scratch layer_norm_backward needs (of `type`) when it sums dweight or dbias.
 std::int64_t layer_norm_backward_scratch(const LayerNormRows& rows);
 
-// dx (rows, cols) from dy (rows, cols) and the forward's mean and rstd; dweight and dbias
+// dx (rows, cols) from dy (rows, cols, of dy_type: `type`, or for F32 rows also F16 or BF16,
+// read exactly) and the forward's mean and rstd; dweight and dbias
 // (cols, either may be null) are column sums over fixed chunks of rows, the chunks' sums
 // added in a fixed order (layer_norm.cu), so two runs give the same bits.
-void layer_norm_backward(void* dx, void* dweight, void* dbias, const void* dy, const void* mean, const void* rstd,
-                         void* scratch, const LayerNormRows& rows, int device);
+void layer_norm_backward(void* dx, void* dweight, void* dbias, const void* dy, ElementType dy_type, const void* mean,
+                         const void* rstd, void* scratch, const LayerNormRows& rows, int device);
 
 }  // namespace infini::cuda

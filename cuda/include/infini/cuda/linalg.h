@@ -39,6 +39,14 @@ struct GemmProblem {
 };
 void gemm(const GemmProblem& problem, int device);
 
+// out = a @ b for a single product (batch 1, alpha 1, beta 0, no bias, k > 0) and row_sums[r]
+// = sum over k of a[r, k] (m elements of `type`, 16-byte aligned) in one cuBLASLt call, the
+// sums taken by its bias-gradient epilogue (BGRADB) in float32 and rounded once: linear's
+// weight gradient g^T @ x with its bias gradient, the column sums of g. False, nothing
+// computed, when the problem does not qualify or no algorithm has that epilogue.
+// Deterministic like gemm.
+bool gemm_with_row_sums(const GemmProblem& problem, void* row_sums, int device);
+
 // The SVD of `batch` contiguous row-major (m, n) matrices a of `type` (F32 or F64), k =
 // min(m, n): u (batch, m, full ? m : k), s (batch, k), vh (batch, full ? n : k, n) of that
 // type and status (batch) int32 (infini/math/jacobi_svd.h's SvdStatus), all contiguous, by
