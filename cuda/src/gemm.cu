@@ -123,14 +123,14 @@ Types types_of(const GemmProblem& p) {
   }
 }
 
-// The descriptors and the algorithm of one kind of product: every call with the same types,
-// shapes, leading dims, batch strides and alignments runs the same plan. Looking the
-// algorithm up costs up to a millisecond of host time for some shapes, so plans are kept
-// for the life of the process (all of them dropped if there are ever more than kMaxPlans).
 // The vector of a product's epilogue: none, a bias added to every row of out (cuBLASLt's
 // BIAS), or the row sums of a written (BGRADB: cuBLAS's B is a, summed over k).
 enum class Vector : std::uint8_t { None, Bias, RowSums };
 
+// The descriptors and the algorithm of one kind of product: every call with the same types,
+// shapes, leading dims, batch strides and alignments runs the same plan. Looking the
+// algorithm up costs up to a millisecond of host time for some shapes, so plans are kept
+// for the life of the process (all of them dropped if there are ever more than kMaxPlans).
 struct Plan {
   Descriptors d;
   cublasLtMatmulHeuristicResult_t heuristic{};

@@ -3,8 +3,9 @@
 // element type (float32 or float64); float32 rows may write y, and read dy, in float16 or
 // bfloat16 (autocast's input to the next product, and its gradient).
 //
-// The backward's affine gradients are column sums over fixed chunks of 32 rows, then over
-// the chunks:
+// The backward adds a residual's gradient to dx where given (dx_add: pre-norm blocks, whose
+// input also feeds the residual sum). Its affine gradients are column sums over fixed chunks
+// of 32 rows, then over the chunks:
 // - A block of 8 warps takes a chunk, 4 rows per warp: each warp writes its rows' dx and adds
 //   their terms of the sums (dy * x_hat, dy) to a shared slice of its own, then the block adds
 //   the 8 slices in warp order. The rows are read from global memory once (GPT-2's 768
@@ -21,6 +22,7 @@
 
 #include "element_types.cuh"
 #include "infini/cuda/layer_norm.h"
+#include "infini/math/rounded.h"
 #include "launch.cuh"
 #include "strided.cuh"
 #include "warp_shuffle.cuh"
@@ -68,11 +70,11 @@ __global__ void forward_kernel(Y* y, T* mean, T* rstd, const T* x, const T* weig
   }
 }
 
-// dx of row i, by one warp. With Sums, also adds the row's dy * x_hat and dy to w_sum[j]
-// and b_sum[j] (the lane's columns only).
+// dx of row i, by one warp, plus dx_add's row where dx_add is not null (a separate add). With
+// Sums, also adds the row's dy * x_hat and dy to w_sum[j] and b_sum[j] (the lane's columns).
 template <bool Sums, class T, class G>
-__device__ void backward_row(T* dx, const G* dy, const T* x, const T* mean, const T* rstd, const T* weight,
-                             std::int64_t i, std::int64_t cols, T* w_sum, T* b_sum) {
+__device__ void backward_row(T* dx, const G* dy, const T* dx_add, const T* x, const T* mean, const T* rstd,
+                             const T* weight, std::int64_t i, std::int64_t cols, T* w_sum, T* b_sum) {
   const int lane = static_cast<int>(threadIdx.x % 32);
   const G* g_row = dy + i * cols;
   const T* x_row = x + i * cols;
@@ -85,10 +87,12 @@ __device__ void backward_row(T* dx, const G* dy, const T* x, const T* mean, cons
   }
   const T g_mean = warp_sum(g_sum) / static_cast<T>(cols), gx_mean = warp_sum(gx_sum) / static_cast<T>(cols);
   T* out = dx + i * cols;
+  const T* add_row = dx_add != nullptr ? dx_add + i * cols : nullptr;
   for (std::int64_t j = lane; j < cols; j += 32) {
     const T d = detail::widen(g_row[j]), x_hat = (x_row[j] - m) * r;
     const T g = weight != nullptr ? d * weight[j] : d;
-    out[j] = r * (g - g_mean - x_hat * gx_mean);
+    const T value = r * (g - g_mean - x_hat * gx_mean);
+    out[j] = add_row != nullptr ? math::add_rn(add_row[j], value) : value;
     if constexpr (Sums) {
       w_sum[j] += d * x_hat;
       b_sum[j] += d;
@@ -97,11 +101,11 @@ __device__ void backward_row(T* dx, const G* dy, const T* x, const T* mean, cons
 }
 
 template <class T, class G>
-__global__ void backward_rows_kernel(T* dx, const G* dy, const T* x, const T* mean, const T* rstd, const T* weight,
-                                     std::int64_t rows, std::int64_t cols) {
+__global__ void backward_rows_kernel(T* dx, const G* dy, const T* dx_add, const T* x, const T* mean, const T* rstd,
+                                     const T* weight, std::int64_t rows, std::int64_t cols) {
   const std::int64_t i = std::int64_t{blockIdx.x} * kRowsPerBlock + threadIdx.x / 32;
   T* const none = nullptr;
-  if (i < rows) backward_row<false>(dx, dy, x, mean, rstd, weight, i, cols, none, none);
+  if (i < rows) backward_row<false>(dx, dy, dx_add, x, mean, rstd, weight, i, cols, none, none);
 }
 
 // Shared memory of backward_fused_kernel: a slice of 2 * cols sums per warp.
@@ -115,8 +119,8 @@ std::size_t fused_shared_bytes(std::int64_t cols) {
 // in order, summed in its slice; then the slices are added in warp order.
 template <class T, class G>
 __global__ void __launch_bounds__(kRowsPerBlock * 32)
-    backward_fused_kernel(T* dx, T* partial, const G* dy, const T* x, const T* mean, const T* rstd, const T* weight,
-                          std::int64_t rows, std::int64_t cols) {
+    backward_fused_kernel(T* dx, T* partial, const G* dy, const T* dx_add, const T* x, const T* mean, const T* rstd,
+                          const T* weight, std::int64_t rows, std::int64_t cols) {
   extern __shared__ __align__(16) unsigned char shared[];
   T* const slices = reinterpret_cast<T*>(shared);  // [warp][2][cols]
   const int warp = static_cast<int>(threadIdx.x / 32), lane = static_cast<int>(threadIdx.x % 32);
@@ -126,7 +130,7 @@ __global__ void __launch_bounds__(kRowsPerBlock * 32)
     for (std::int64_t j = lane; j < cols; j += 32) w_sum[j] = b_sum[j] = 0;  // the lane's own columns
     const std::int64_t first = chunk * kChunkRows + std::int64_t{kChunkRowsPerWarp} * warp;
     for (std::int64_t i = first; i < std::min(rows, first + kChunkRowsPerWarp); ++i)
-      backward_row<true>(dx, dy, x, mean, rstd, weight, i, cols, w_sum, b_sum);
+      backward_row<true>(dx, dy, dx_add, x, mean, rstd, weight, i, cols, w_sum, b_sum);
     __syncthreads();
     for (std::int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
       T w = 0, b = 0;
@@ -239,8 +243,8 @@ void layer_norm_forward(void* y, ElementType y_type, void* mean, void* rstd, con
 
 std::int64_t layer_norm_backward_scratch(const LayerNormRows& p) { return chunks_of(p.rows) * 2 * p.cols; }
 
-void layer_norm_backward(void* dx, void* dweight, void* dbias, const void* dy, ElementType dy_type, const void* mean,
-                         const void* rstd, void* scratch, const LayerNormRows& p, int device) {
+void layer_norm_backward(void* dx, void* dweight, void* dbias, const void* dy, ElementType dy_type, const void* dx_add,
+                         const void* mean, const void* rstd, void* scratch, const LayerNormRows& p, int device) {
   constexpr const char* op = "layer_norm_backward";
   detail::use_device(device);
   visit_types(p.type, dy_type, op, [&](auto zero, auto g_zero) {
@@ -248,13 +252,14 @@ void layer_norm_backward(void* dx, void* dweight, void* dbias, const void* dy, E
     using G = decltype(g_zero);
     auto* const out = static_cast<T*>(dx);
     const auto* g = static_cast<const G*>(dy);
+    const auto* add = static_cast<const T*>(dx_add);
     const auto* x = static_cast<const T*>(p.x);
     const auto* m = static_cast<const T*>(mean);
     const auto* r = static_cast<const T*>(rstd);
     const auto* w = static_cast<const T*>(p.weight);
     auto rows_kernel = [&] {
-      backward_rows_kernel<T, G><<<row_blocks(p.rows, op), kRowsPerBlock * 32, 0, detail::stream()>>>(out, g, x, m, r, w,
-                                                                                                  p.rows, p.cols);
+      backward_rows_kernel<T, G><<<row_blocks(p.rows, op), kRowsPerBlock * 32, 0, detail::stream()>>>(
+          out, g, add, x, m, r, w, p.rows, p.cols);
     };
     if ((dweight == nullptr && dbias == nullptr) || p.cols == 0) {
       if (p.rows > 0) rows_kernel();
@@ -267,8 +272,8 @@ void layer_norm_backward(void* dx, void* dweight, void* dbias, const void* dy, E
       detail::check(cudaFuncSetAttribute(backward_fused_kernel<T, G>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          static_cast<int>(shared)),
                     op);
-      backward_fused_kernel<T, G><<<grid_of(chunks), kRowsPerBlock * 32, shared, detail::stream()>>>(out, partial, g, x, m,
-                                                                                                 r, w, p.rows, p.cols);
+      backward_fused_kernel<T, G><<<grid_of(chunks), kRowsPerBlock * 32, shared, detail::stream()>>>(
+          out, partial, g, add, x, m, r, w, p.rows, p.cols);
     } else if (chunks > 0) {
       rows_kernel();
       const auto column_blocks = static_cast<unsigned>((p.cols + kColumnThreads - 1) / kColumnThreads);
@@ -279,7 +284,7 @@ void layer_norm_backward(void* dx, void* dweight, void* dbias, const void* dy, E
     column_sums_kernel<T><<<sum_blocks, dim3(kSumColumns, kSumStrides), 0, detail::stream()>>>(
         static_cast<T*>(dweight), static_cast<T*>(dbias), partial, chunks, p.cols);
   });
-  detail::after_launch(op, {static_cast<int>(p.type), static_cast<int>(dy_type)});
+  detail::after_launch(op, {static_cast<int>(p.type), static_cast<int>(dy_type), dx_add != nullptr});
 }
 
 }  // namespace infini::cuda

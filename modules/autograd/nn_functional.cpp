@@ -426,10 +426,13 @@ namespace {
 
 // layer_norm of float32/64 rows through the fused kernels: x as rows (N, C) with C the
 // normalized elements; weight and bias (when given) of x's dtype and device; y in y_dtype
-// (float16/bfloat16 for float32 rows) or x's. Its backward is the kernels', or the same
-// formula in differentiable ops when the gradient needs a graph (create_graph).
-Tensor fused_layer_norm(const Tensor& x, const Shape& normalized_shape, const std::optional<Tensor>& weight,
-                        const std::optional<Tensor>& bias, double eps, std::optional<DataType> y_dtype) {
+// (float16/bfloat16 for float32 rows) or x's. With `residual`, the rows also pass through as
+// a second output (sharing their storage), whose gradient the backward kernel adds to the
+// input gradient. The backward is the kernels', or the same formula in differentiable ops when the
+// gradient needs a graph (create_graph).
+TensorList fused_layer_norm(const Tensor& x, const Shape& normalized_shape, const std::optional<Tensor>& weight,
+                            const std::optional<Tensor>& bias, double eps, std::optional<DataType> y_dtype,
+                            bool residual) {
   std::int64_t c = 1;
   for (std::int64_t d : normalized_shape) c *= d;
   const Tensor rows = x.reshape({-1, c});
@@ -438,16 +441,22 @@ Tensor fused_layer_norm(const Tensor& x, const Shape& normalized_shape, const st
   TensorList inputs{rows};
   if (w.defined()) inputs.push_back(w);
   if (b.defined()) inputs.push_back(b);
-  record("layer_norm", inputs, {y}, {rows, row_mean, row_rstd, w},
+  TensorList outputs{y};
+  if (residual) outputs.push_back(rows.detach());
+  record("layer_norm", inputs, outputs, {rows, row_mean, row_rstd, w},
          [eps, has_w = w.defined(), has_b = b.defined(), count = inputs.size()](const TensorList& g,
                                                                                 const TensorList& s) {
            TensorList grads(count);
-           if (!g[0].defined()) return grads;
+           const Tensor passthrough = g.size() > 1 ? g[1] : Tensor();  // the residual's gradient
+           if (!g[0].defined()) {
+             grads[0] = passthrough;
+             return grads;
+           }
            const std::size_t bias_at = has_w ? 2 : 1;
            const bool need_w = has_w && autograd::input_grad_needed(1);
            const bool need_b = has_b && autograd::input_grad_needed(bias_at);
            if (!GradMode::is_enabled()) {
-             auto [dx, dw, db] = kernels::layer_norm_backward(g[0], s[0], s[1], s[2], s[3], need_w, need_b);
+             auto [dx, dw, db] = kernels::layer_norm_backward(g[0], s[0], s[1], s[2], s[3], need_w, need_b, passthrough);
              grads[0] = dx;
              if (need_w) grads[1] = dw;
              if (need_b) grads[bias_at] = db;
@@ -459,11 +468,14 @@ Tensor fused_layer_norm(const Tensor& x, const Shape& normalized_shape, const st
            const Tensor x_hat = mul(centered, r);
            const Tensor gw = has_w ? mul(gy, s[3]) : gy;
            grads[0] = mul(r, sub(sub(gw, mean(gw, {1}, true)), mul(x_hat, mean(mul(gw, x_hat), {1}, true))));
+           if (passthrough.defined()) grads[0] = add(passthrough, grads[0]);
            if (need_w) grads[1] = sum(mul(gy, x_hat), {0});
            if (need_b) grads[bias_at] = sum(gy, {0});
            return grads;
          });
-  return y.view(x.shape());
+  TensorList result;
+  for (const Tensor& t : outputs) result.push_back(t.view(x.shape()));
+  return result;
 }
 
 bool fused_layer_norm_applies(const Tensor& x, const std::optional<Tensor>& weight,
@@ -474,27 +486,50 @@ bool fused_layer_norm_applies(const Tensor& x, const std::optional<Tensor>& weig
   return (x.dtype() == kFloat32 || x.dtype() == kFloat64) && x.numel() > 0 && fits(weight) && fits(bias);
 }
 
+// fused_layer_norm with its first output in out_dtype (when given): written so by the kernels
+// for float32 rows and a 16-bit out_dtype, converted after them otherwise.
+TensorList fused_layer_norm_as(const Tensor& x, const Shape& normalized_shape, const std::optional<Tensor>& weight,
+                               const std::optional<Tensor>& bias, double eps, std::optional<DataType> out_dtype,
+                               bool residual) {
+  const bool direct = out_dtype && x.dtype() == kFloat32 && (*out_dtype == kFloat16 || *out_dtype == kBFloat16);
+  TensorList out = fused_layer_norm(x, normalized_shape, weight, bias, eps, direct ? out_dtype : std::nullopt, residual);
+  if (out_dtype && !direct) out[0] = out[0].to(*out_dtype);
+  return out;
+}
+
+void check_out_dtype(std::optional<DataType> out_dtype) {
+  if (out_dtype && !is_floating_point(*out_dtype))
+    throw DTypeError("layer_norm", concat("out_dtype must be a floating-point dtype, got ", *out_dtype));
+}
+
 }  // namespace
 
 Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const std::optional<Tensor>& weight,
                   const std::optional<Tensor>& bias, double eps, std::optional<DataType> out_dtype) {
-  if (out_dtype && !is_floating_point(*out_dtype))
-    throw DTypeError("layer_norm", concat("out_dtype must be a floating-point dtype, got ", *out_dtype));
+  check_out_dtype(out_dtype);
   if (const AutocastRegion cast(CastPolicy::kFloat32, x); cast)
     return layer_norm(cast(x), normalized_shape, cast(weight), cast(bias), eps, out_dtype);
   const std::vector<std::int64_t> dims = normalized_dims("layer_norm", x, normalized_shape, weight, bias);
-  const auto converted = [&](const Tensor& y) { return out_dtype ? y.to(*out_dtype) : y; };
-  if (fused_layer_norm_applies(x, weight, bias)) {
-    const bool direct = out_dtype && x.dtype() == kFloat32 && (*out_dtype == kFloat16 || *out_dtype == kBFloat16);
-    if (direct) return fused_layer_norm(x, normalized_shape, weight, bias, eps, out_dtype);
-    return converted(fused_layer_norm(x, normalized_shape, weight, bias, eps, std::nullopt));
-  }
+  if (fused_layer_norm_applies(x, weight, bias))
+    return fused_layer_norm_as(x, normalized_shape, weight, bias, eps, out_dtype, false)[0];
   const Tensor centered = sub(x, mean(x, dims, true));
   const Tensor variance = mean(mul(centered, centered), dims, true);
   Tensor y = mul(centered, rsqrt(add(variance, eps)));
   if (weight) y = mul(y, *weight);
   if (bias) y = add(y, *bias);
-  return converted(y);
+  return out_dtype ? y.to(*out_dtype) : y;
+}
+
+NormAndResidual layer_norm_with_residual(const Tensor& x, const Shape& normalized_shape,
+                                         const std::optional<Tensor>& weight, const std::optional<Tensor>& bias,
+                                         double eps, std::optional<DataType> out_dtype) {
+  check_out_dtype(out_dtype);
+  normalized_dims("layer_norm", x, normalized_shape, weight, bias);
+  // Float32/64 rows with parameters of their dtype: nothing for autocast to cast.
+  if (!fused_layer_norm_applies(x, weight, bias))
+    return {layer_norm(x, normalized_shape, weight, bias, eps, out_dtype), x};
+  const TensorList out = fused_layer_norm_as(x, normalized_shape, weight, bias, eps, out_dtype, true);
+  return {out[0], out[1]};
 }
 
 Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const std::optional<Tensor>& weight,

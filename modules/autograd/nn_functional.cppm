@@ -13,9 +13,9 @@ import infini.kernels;
 
 export namespace infini {
 
-inline constexpr std::array<std::string_view, 33> kNNFunctionalOps = {"embedding",
+inline constexpr std::array<std::string_view, 34> kNNFunctionalOps = {"embedding",
     "softmax", "log_softmax", "cross_entropy", "padded_cross_entropy", "nll_loss", "mse_loss", "l1_loss", "binary_cross_entropy",
-    "binary_cross_entropy_with_logits", "layer_norm", "rms_norm", "batch_norm", "group_norm", "dropout",
+    "binary_cross_entropy_with_logits", "layer_norm", "layer_norm_with_residual", "rms_norm", "batch_norm", "group_norm", "dropout",
     "rope", "rope_frequencies", "silu_and_mul", "hardtanh", "relu6", "logsigmoid", "selu", "celu", "mish",
     "hardswish", "hardsigmoid", "glu", "prelu", "kl_div", "smooth_l1_loss", "huber_loss",
     "cosine_similarity", "pairwise_distance"};
@@ -97,6 +97,19 @@ Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& targe
 Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const std::optional<Tensor>& weight = {},
                   const std::optional<Tensor>& bias = {}, double eps = 1e-5,
                   std::optional<DataType> out_dtype = std::nullopt);
+// layer_norm(x, ...) and x itself as the two outputs of one node, for pre-norm residual blocks
+// (x + f(layer_norm(x))): with `residual` in the sum in place of x, x's gradient (the norm's
+// input gradient plus the residual's) is added up by the norm's backward kernel, not by a
+// separate pass. `residual` holds x's values (a view of x where x reshapes to rows without a
+// copy). Where the fused kernels do not apply (other dtypes, parameters of another dtype or
+// device) it is {layer_norm(x, ...), x}.
+struct NormAndResidual {
+  Tensor normalized, residual;
+};
+NormAndResidual layer_norm_with_residual(const Tensor& x, const Shape& normalized_shape,
+                                         const std::optional<Tensor>& weight = {},
+                                         const std::optional<Tensor>& bias = {}, double eps = 1e-5,
+                                         std::optional<DataType> out_dtype = std::nullopt);
 // eps defaults to PyTorch's: the machine epsilon of float64 for float64 x, of float32 otherwise.
 Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const std::optional<Tensor>& weight = {},
                 std::optional<double> eps = std::nullopt);

@@ -53,18 +53,20 @@ LayerNormRows layer_norm_forward(const Tensor& x, const Tensor& weight, const Te
 }
 
 LayerNormGrads layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& mean, const Tensor& rstd,
-                                   const Tensor& weight, bool need_weight, bool need_bias) {
+                                   const Tensor& weight, bool need_weight, bool need_bias, const Tensor& dx_add) {
   NoGradGuard no_grad;
   check(x, weight, Tensor());
-  if (dy.shape() != x.shape())
-    throw ShapeError(kOp, concat("gradient of shape ", dy.shape(), " for an input of shape ", x.shape()));
+  for (const Tensor* g : {&dy, &dx_add})
+    if (g->defined() && g->shape() != x.shape())
+      throw ShapeError(kOp, concat("gradient of shape ", g->shape(), " for an input of shape ", x.shape()));
   const std::int64_t c = x.shape()[1];
   const TensorOptions options{.dtype = x.dtype(), .device = x.device()};
   LayerNormGrads g{empty(x.shape(), options), need_weight ? empty({c}, options) : Tensor(),
                    need_bias ? empty({c}, options) : Tensor()};
   const Tensor g_rows = is_half_of_float32(x, dy.dtype()) ? dy : dy.to(x.dtype());
-  KernelTable<LayerNormBackwardKernel>::call(x.device(), g.dx, g.dweight, g.dbias, g_rows.contiguous(), x.contiguous(),
-                                             mean, rstd, contiguous_or_undefined(weight));
+  const Tensor add_rows = dx_add.defined() ? dx_add.to(x.dtype()).contiguous() : Tensor();
+  KernelTable<LayerNormBackwardKernel>::call(x.device(), g.dx, g.dweight, g.dbias, g_rows.contiguous(), add_rows,
+                                             x.contiguous(), mean, rstd, contiguous_or_undefined(weight));
   return g;
 }
 

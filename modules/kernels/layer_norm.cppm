@@ -24,12 +24,14 @@ struct LayerNormForwardKernel {
 // dy (N, C) contiguous, of x's dtype or, for float32 x, float16/bfloat16 (read exactly);
 // dx (N, C) of x's dtype = rstd * (g - mean(g) - x_hat * mean(g * x_hat)) with
 // g = dy * weight (dy without weight) and x_hat = (x - mean) * rstd; dweight (C) =
-// sum over rows of dy * x_hat and dbias (C) = sum of dy, each written only when defined. The
-// column sums run in a fixed order, so results are reproducible.
+// sum over rows of dy * x_hat and dbias (C) = sum of dy, each written only when defined. A
+// defined dx_add (N, C), contiguous of x's dtype, is added to dx (each sum rounded once, the
+// bits of a separate add). The column sums run in a fixed order, so results are reproducible.
 struct LayerNormBackwardKernel {
   static constexpr std::string_view name = "layer_norm_backward";
-  using Fn = void (*)(const Tensor& dx, const Tensor& dweight, const Tensor& dbias, const Tensor& dy, const Tensor& x,
-                      const Tensor& mean, const Tensor& rstd, const Tensor& weight);
+  using Fn = void (*)(const Tensor& dx, const Tensor& dweight, const Tensor& dbias, const Tensor& dy,
+                      const Tensor& dx_add, const Tensor& x, const Tensor& mean, const Tensor& rstd,
+                      const Tensor& weight);
 };
 
 namespace kernels {
@@ -48,9 +50,11 @@ struct LayerNormGrads {
   Tensor dx, dweight, dbias;  // dweight/dbias undefined unless asked for
 };
 // dy of any floating dtype: float32 x's kernel reads float16/bfloat16 as it is, other
-// dtypes are converted to x's first.
+// dtypes are converted to x's first. dx_add (x's shape, any floating dtype, or undefined) is
+// added to dx: the gradient a residual sum sends to the norm's input.
 LayerNormGrads layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& mean, const Tensor& rstd,
-                                   const Tensor& weight, bool need_weight, bool need_bias);
+                                   const Tensor& weight, bool need_weight, bool need_bias,
+                                   const Tensor& dx_add = Tensor());
 
 }  // namespace kernels
 }  // namespace infini

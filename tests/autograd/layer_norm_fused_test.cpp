@@ -2,7 +2,8 @@
 // float64 loop on rows far from zero (the two-pass variance), every affine combination,
 // float32 gradients against float64 ones, more rows than one 64-row chunk of the affine
 // sums, zero rows, mixed dtypes (the composed path), results made in another dtype
-// (out_dtype: the bits of a cast after it, gradients too); on a GPU, the CUDA kernels against
+// (out_dtype: the bits of a cast after it, gradients too), the residual passthrough whose
+// gradient the backward adds (the bits of a separate add); on a GPU, the CUDA kernels against
 // the CPU's over many chunks and column blocks. The op table entry gradchecks and
 // gradgradchecks it in float64 (nn_functional_ops_test.cpp).
 #include <gtest/gtest.h>
@@ -162,6 +163,64 @@ TEST(LayerNormFused, BadOutputDtypesRaise) {
                            "layer_norm", {"float64", "bfloat16"});
 }
 
+// x + 0.5 layer_norm(x) through layer_norm_with_residual (fused) or composed; the gradients
+// of x, weight and bias for the output gradient g.
+TensorList residual_block_grads(const Tensor& x64, const Tensor& g, DataType dtype, Device device, bool fused,
+                                std::optional<DataType> out_dtype = std::nullopt) {
+  const std::int64_t cols = x64.shape().back();
+  const Tensor x = x64.to(dtype).to(device).detach().requires_grad_();
+  const Tensor w = sample({cols}, 0.5, 1.5, 52).to(dtype).to(device).requires_grad_();
+  const Tensor b = sample({cols}, -1, 1, 53).to(dtype).to(device).requires_grad_();
+  Tensor y;
+  if (fused) {
+    const auto [h, residual] = layer_norm_with_residual(x, {cols}, w, b, 1e-5, out_dtype);
+    EXPECT_EQ(h.dtype(), out_dtype.value_or(dtype));
+    y = add(residual, mul(h, 0.5));
+  } else {
+    const Tensor h = layer_norm(x, {cols}, w, b, 1e-5);
+    y = add(x, mul(out_dtype ? h.to(*out_dtype) : h, 0.5));
+  }
+  y.backward(g.to(device));
+  return {y, x.grad(), w.grad(), b.grad()};
+}
+
+TEST(LayerNormFused, TheResidualsGradientIsAddedWithASeparateAddsBits) {
+  const Tensor x64 = sample({kRows, kCols}, -2, 2, 54), g = sample({kRows, kCols}, -1, 1, 55).to(kFloat32);
+  for (const auto out : {std::optional<DataType>{}, std::optional<DataType>{kBFloat16}}) {
+    const TensorList fused = residual_block_grads(x64, g, kFloat32, Device::cpu(), true, out);
+    const TensorList composed = residual_block_grads(x64, g, kFloat32, Device::cpu(), false, out);
+    for (std::size_t k = 0; k < fused.size(); ++k)
+      EXPECT_EQ(values(fused[k]), values(composed[k])) << "output " << k << (out ? " bfloat16 norm" : "");
+  }
+}
+
+TEST(LayerNormFused, TheResidualAloneOrTheNormAloneGetTheirGradients) {
+  const Leaves p = leaves(kFloat32);
+  const Tensor g = sample({kRows, kCols}, -1, 1, 56).to(kFloat32);
+  {
+    const auto [h, residual] = layer_norm_with_residual(p.x, {kCols}, p.w, p.b);
+    EXPECT_EQ(values(residual), values(p.x));
+    residual.backward(g);  // the norm gets no gradient: x's is the residual's
+    EXPECT_EQ(values(p.x.grad()), values(g));
+  }
+  const Leaves q = leaves(kFloat32), want = leaves(kFloat32);
+  layer_norm_with_residual(q.x, {kCols}, q.w, q.b).normalized.backward(g);
+  layer_norm(want.x, {kCols}, want.w, want.b).backward(g);
+  EXPECT_EQ(values(q.x.grad()), values(want.x.grad()));
+  EXPECT_EQ(values(q.w.grad()), values(want.w.grad()));
+  // Other dtypes take the composed form: {layer_norm(x), x}.
+  const Tensor x16 = sample({kRows, kCols}, -2, 2, 57).to(kBFloat16);
+  const auto [h16, r16] = layer_norm_with_residual(x16, {kCols});
+  EXPECT_TRUE(r16.is_same(x16));
+  EXPECT_EQ(values(h16), values(layer_norm(x16, {kCols})));
+  expect_error<ShapeError>(
+      [&] {
+        kernels::layer_norm_backward(g, p.x.detach(), zeros({kRows}), ones({kRows}), Tensor(), false, false,
+                                     zeros({kRows, kCols + 1}));
+      },
+      "layer_norm", {"[70, 34]", "[70, 33]"});
+}
+
 TEST(LayerNormFusedCuda, GradientsMatchTheCpuOverManyChunksAndColumnBlocks) {
   if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";
   const Device gpu = Device::cuda(0);
@@ -207,6 +266,14 @@ TEST(LayerNormFusedCuda, GradientsMatchTheCpuOverManyChunksAndColumnBlocks) {
     const TensorList direct = half_grads(true), cast = half_grads(false);
     for (std::size_t k = 0; k < direct.size(); ++k)
       EXPECT_EQ(values(direct[k]), values(cast[k])) << rows << "x" << cols << " bfloat16 output " << k;
+    // A residual's gradient added by the kernel: the bits of a separate add.
+    const Tensor g32 = g64.to(kFloat32);
+    for (const auto out : {std::optional<DataType>{}, std::optional<DataType>{kBFloat16}}) {
+      const TensorList fused = residual_block_grads(x64, g32, kFloat32, gpu, true, out);
+      const TensorList composed = residual_block_grads(x64, g32, kFloat32, gpu, false, out);
+      for (std::size_t k = 0; k < fused.size(); ++k)
+        EXPECT_EQ(values(fused[k]), values(composed[k])) << rows << "x" << cols << " residual output " << k;
+    }
   }
 }
 

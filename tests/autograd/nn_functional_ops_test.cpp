@@ -250,6 +250,23 @@ const bool registered = [] {
        },
        .gradgrad = true});
   op_registry().push_back(
+      {.name = "layer_norm_with_residual",
+       .fn = [](const TensorList& in) {
+         const auto [y, residual] = layer_norm_with_residual(in[0], {4}, in[1], in[2], 1e-5);
+         return TensorList{y, residual};
+       },
+       .reference = [=](const TensorList& in) {
+         const Tensor y = normalize_rows(in[0], 4, 1e-5, false);
+         return TensorList{add(mul(y, in[1].detach()), in[2].detach()), in[0].detach()};
+       },
+       .samples = [] {
+         return std::vector<OpSample>{
+             {"(2,3,4) affine", {leaf({2, 3, 4}, -2, 2, 24), leaf({4}, 0.5, 1.5, 25), leaf({4}, -1, 1, 26)}},
+             {"transposed input", {leaf({2, 4, 3}, -2, 2, 27), leaf({4}, 0.5, 1.5, 28), leaf({4}, -1, 1, 29)},
+              [](const TensorList& l) { return TensorList{l[0].transpose(1, 2), l[1], l[2]}; }}};
+       },
+       .gradgrad = true});
+  op_registry().push_back(
       {.name = "rms_norm",
        .fn = [](const TensorList& in) { return TensorList{rms_norm(in[0], {4}, in[1], 1e-6)}; },
        .reference = [=](const TensorList& in) { return TensorList{mul(normalize_rows(in[0], 4, 1e-6, true), in[1].detach())}; },

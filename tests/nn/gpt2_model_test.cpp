@@ -1,6 +1,6 @@
 // nn::GPT2: forward and backward against llm.c's reference state on tests/data/gpt2-tiny
 // (logits and loss within 1e-5, every gradient within 1e-4; on the CPU and, when there is
-// one, a CUDA GPU), its norms' outputs under autocast, the llm.c tensor layout,
+// one, a CUDA GPU), its fused norms against composed blocks, the llm.c tensor layout,
 // initialisation, the d12 parameter count and bad inputs.
 #include <gtest/gtest.h>
 
@@ -107,18 +107,19 @@ TEST(GPT2ModelCuda, ForwardAndBackwardMatchLlmc) {
   expect_llmc_forward_and_backward(Device::cuda(0));
 }
 
-// The blocks' norms write autocast's dtype directly for the products after them: the logits
-// and every gradient are the bits of the blocks written with float32 norms and the products'
-// casts (the composition below).
-TEST(GPT2Model, UnderAutocastTheNormsOutputsGiveTheCastPathsBits) {
+// The blocks' norms pass their input through for the residual sums (whose gradient the
+// norms' backward adds) and, under autocast, write autocast's dtype for the products after
+// them: the logits and every gradient are the bits of the blocks composed from plain norms,
+// sums and the products' casts (below), with and without autocast.
+TEST(GPT2Model, FusedNormsGiveTheComposedBlocksBits) {
   nn::GPT2 model(tiny_config());
   const Tensor idx = randint(0, 500, {2, 16}, {.dtype = kInt64});
   const Tensor targets = randint(0, 500, {2, 16}, {.dtype = kInt64});
-  auto run = [&](bool direct) {
+  auto run = [&](bool fused, bool autocast) {
     model->zero_grad();
-    AutocastGuard autocast(DeviceType::CPU, kBFloat16);
+    AutocastGuard guard(DeviceType::CPU, kBFloat16, autocast);
     Tensor logits;
-    if (direct) {
+    if (fused) {
       logits = model(idx);
     } else {
       Tensor x = model->embed(idx);
@@ -133,12 +134,14 @@ TEST(GPT2Model, UnderAutocastTheNormsOutputsGiveTheCastPathsBits) {
     for (const Tensor& p : model->parameters()) out.push_back(p.grad());
     return out;
   };
-  const TensorList direct = run(true), cast = run(false);
-  ASSERT_EQ(direct.size(), cast.size());
-  for (std::size_t k = 0; k < direct.size(); ++k) {
-    ASSERT_EQ(direct[k].dtype(), cast[k].dtype()) << k;
-    EXPECT_EQ(max_abs_diff(direct[k].to(kFloat64), cast[k].to(kFloat64)), 0.0) << (k == 0 ? "logits" : "gradient ")
-                                                                                << k;
+  for (const bool autocast : {false, true}) {
+    const TensorList fused = run(true, autocast), composed = run(false, autocast);
+    ASSERT_EQ(fused.size(), composed.size());
+    for (std::size_t k = 0; k < fused.size(); ++k) {
+      ASSERT_EQ(fused[k].dtype(), composed[k].dtype()) << k;
+      EXPECT_EQ(max_abs_diff(fused[k].to(kFloat64), composed[k].to(kFloat64)), 0.0)
+          << (autocast ? "autocast " : "") << (k == 0 ? "logits" : "gradient ") << k;
+    }
   }
 }
 

@@ -10,6 +10,7 @@ module;
 #include <cstdint>
 #include <vector>
 
+#include "infini/math/rounded.h"
 #include "partial_sums.h"
 module infini.kernels;
 
@@ -50,8 +51,8 @@ void forward_rows(Y* y, T* mean, T* rstd, const T* x, const T* weight, const T* 
 }
 
 template <class T, class G>
-void backward_rows(T* dx, T* dweight, T* dbias, const G* dy, const T* x, const T* mean, const T* rstd, const T* weight,
-                   std::int64_t n, std::int64_t c) {
+void backward_rows(T* dx, T* dweight, T* dbias, const G* dy, const T* dx_add, const T* x, const T* mean, const T* rstd,
+                   const T* weight, std::int64_t n, std::int64_t c) {
   const std::int64_t chunks = (n + kChunkRows - 1) / kChunkRows;
   const bool sums = dweight != nullptr || dbias != nullptr;
   // Per chunk: c partial sums of dy * x_hat, then c of dy.
@@ -78,7 +79,11 @@ void backward_rows(T* dx, T* dweight, T* dbias, const G* dy, const T* x, const T
       const T g_mean = static_cast<T>(total(g_sum) / static_cast<double>(c));
       const T gx_mean = static_cast<T>(total(gx_sum) / static_cast<double>(c));
       T* out = dx + i * c;
-      for (std::int64_t j = 0; j < c; ++j) out[j] = r * (g_of(j) - g_mean - (x_row[j] - m) * r * gx_mean);
+      const T* add_row = dx_add != nullptr ? dx_add + i * c : nullptr;
+      for (std::int64_t j = 0; j < c; ++j) {
+        const T value = r * (g_of(j) - g_mean - (x_row[j] - m) * r * gx_mean);
+        out[j] = add_row != nullptr ? math::add_rn(add_row[j], value) : value;  // a separate add's bits
+      }
     }
   }
   if (!sums) return;
@@ -116,13 +121,13 @@ void forward_cpu(const Tensor& y, const Tensor& mean, const Tensor& rstd, const 
   });
 }
 
-void backward_cpu(const Tensor& dx, const Tensor& dweight, const Tensor& dbias, const Tensor& dy, const Tensor& x,
-                  const Tensor& mean, const Tensor& rstd, const Tensor& weight) {
+void backward_cpu(const Tensor& dx, const Tensor& dweight, const Tensor& dbias, const Tensor& dy, const Tensor& dx_add,
+                  const Tensor& x, const Tensor& mean, const Tensor& rstd, const Tensor& weight) {
   const std::int64_t n = x.shape()[0], c = x.shape()[1];
   visit_types(x.dtype(), dy.dtype(), [&]<class T, class G>(T, G) {
     backward_rows<T, G>(data_or_null<T>(dx), data_or_null<T>(dweight), data_or_null<T>(dbias), data_or_null<G>(dy),
-                        data_or_null<T>(x), data_or_null<T>(mean), data_or_null<T>(rstd), data_or_null<T>(weight), n,
-                        c);
+                        data_or_null<T>(dx_add), data_or_null<T>(x), data_or_null<T>(mean), data_or_null<T>(rstd),
+                        data_or_null<T>(weight), n, c);
   });
 }
 

@@ -33,8 +33,8 @@ void forward_cuda(const Tensor& y, const Tensor& mean, const Tensor& rstd, const
   });
 }
 
-void backward_cuda(const Tensor& dx, const Tensor& dweight, const Tensor& dbias, const Tensor& dy, const Tensor& x,
-                   const Tensor& mean, const Tensor& rstd, const Tensor& weight) {
+void backward_cuda(const Tensor& dx, const Tensor& dweight, const Tensor& dbias, const Tensor& dy, const Tensor& dx_add,
+                   const Tensor& x, const Tensor& mean, const Tensor& rstd, const Tensor& weight) {
   const cuda::LayerNormRows rows = rows_of(x, weight, Tensor());
   const bool sums = dweight.defined() || dbias.defined();
   const Tensor scratch = sums ? empty({cuda::layer_norm_backward_scratch(rows)}, {.dtype = x.dtype(), .device = x.device()})
@@ -42,8 +42,8 @@ void backward_cuda(const Tensor& dx, const Tensor& dweight, const Tensor& dbias,
   run(LayerNormBackwardKernel::name, x.device(), [&] {
     cuda::layer_norm_backward(dx.data_ptr(), dweight.defined() ? dweight.data_ptr() : nullptr,
                               dbias.defined() ? dbias.data_ptr() : nullptr, dy.data_ptr(),
-                              cuda_glue::element_type(dy.dtype()), mean.data_ptr(), rstd.data_ptr(),
-                              sums ? scratch.data_ptr() : nullptr, rows, x.device().index);
+                              cuda_glue::element_type(dy.dtype()), data_or_null(dx_add), mean.data_ptr(),
+                              rstd.data_ptr(), sums ? scratch.data_ptr() : nullptr, rows, x.device().index);
   });
 }
 

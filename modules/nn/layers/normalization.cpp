@@ -62,6 +62,13 @@ Tensor LayerNormImpl::forward(const Tensor& x) { return normalize(x, std::nullop
 
 Tensor LayerNormImpl::forward(const Tensor& x, DataType out_dtype) { return normalize(x, out_dtype); }
 
+NormAndResidual LayerNormImpl::forward_with_residual(const Tensor& x, std::optional<DataType> out_dtype) {
+  return with_layer_name(type_name(), [&] {
+    return layer_norm_with_residual(x, normalized_shape, weight.defined() ? std::optional(weight) : std::nullopt,
+                                    bias.defined() ? std::optional(bias) : std::nullopt, options.eps, out_dtype);
+  });
+}
+
 Tensor LayerNormImpl::normalize(const Tensor& x, std::optional<DataType> out_dtype) {
   return with_layer_name(type_name(), [&] {
     return layer_norm(x, normalized_shape, weight.defined() ? std::optional(weight) : std::nullopt,

@@ -29,6 +29,9 @@ class LayerNormImpl : public Cloneable<LayerNormImpl> {
   // forward(x).to(out_dtype) without the intermediate (layer_norm's out_dtype): float32 rows
   // are written as float16/bfloat16 directly, for a product that reads them so under autocast.
   Tensor forward(const Tensor& x, DataType out_dtype);
+  // layer_norm_with_residual through this layer: {forward(x) (in out_dtype if given), x's
+  // passthrough for a pre-norm block's residual sum, whose gradient the norm's backward adds}.
+  NormAndResidual forward_with_residual(const Tensor& x, std::optional<DataType> out_dtype = std::nullopt);
 
   Shape normalized_shape;
   LayerNormOptions options;

@@ -7,6 +7,7 @@ module;
 #include <limits>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -16,14 +17,14 @@ module infini.nn;
 namespace infini::nn {
 namespace {
 
-// ln(x) for a product to read: under autocast, float32 rows are written in autocast's dtype
-// directly (the bits the product's cast would give), with no float32 copy in between. Not
-// under tensor parallelism, whose sequence-parallel gathers (and their gradients'
-// reductions) then stay in float32 as before.
-Tensor norm_for_product(LayerNormImpl& ln, const Tensor& x, const TensorParallelLayers& tp) {
+// The dtype a norm's output is made in for the product after it: under autocast, autocast's
+// dtype (the bits the product's cast would give, with no float32 copy in between). Not under
+// tensor parallelism, whose sequence-parallel gathers (and their gradients' reductions) then
+// stay in float32 as before.
+std::optional<DataType> product_input_dtype(const Tensor& x, const TensorParallelLayers& tp) {
   const DeviceType device = x.device().type;
-  if (x.dtype() != kFloat32 || !is_autocast_enabled(device) || tp.size() > 1) return ln.forward(x);
-  return ln.forward(x, autocast_dtype(device));
+  if (x.dtype() != kFloat32 || !is_autocast_enabled(device) || tp.size() > 1) return std::nullopt;
+  return autocast_dtype(device);
 }
 
 }  // namespace
@@ -123,9 +124,13 @@ Tensor GPT2BlockImpl::forward(const Tensor& x) {
   return forward_cached(x, no_keys, no_values);
 }
 
+// Each norm also passes its input through for the residual sum, so the residual's gradient
+// and the norm's input gradient are added by the norm's backward (layer_norm_with_residual).
 Tensor GPT2BlockImpl::forward_cached(const Tensor& x, Tensor& keys, Tensor& values) {
-  const Tensor x1 = add(x, attn->forward_cached(norm_for_product(*ln_1, x, *tp), keys, values));
-  return add(x1, (*mlp)(norm_for_product(*ln_2, x1, *tp)));
+  const auto [h1, x_res] = ln_1->forward_with_residual(x, product_input_dtype(x, *tp));
+  const Tensor x1 = add(x_res, attn->forward_cached(h1, keys, values));
+  const auto [h2, x1_res] = ln_2->forward_with_residual(x1, product_input_dtype(x1, *tp));
+  return add(x1_res, (*mlp)(h2));
 }
 
 GPT2Impl::GPT2Impl(GPT2Config config, std::shared_ptr<TensorParallelLayers> tp)
@@ -218,7 +223,8 @@ Tensor GPT2Impl::embed_from(const Tensor& idx, std::int64_t past) {
 }
 
 Tensor GPT2Impl::head(const Tensor& x) {
-  return tp->vocab_logits(norm_for_product(*ln_f, x, *tp), wte->weight);  // (B, T, Vp / tp)
+  const std::optional<DataType> dtype = product_input_dtype(x, *tp);
+  return tp->vocab_logits(dtype ? ln_f->forward(x, *dtype) : ln_f->forward(x), wte->weight);  // (B, T, Vp / tp)
 }
 
 Tensor GPT2Impl::loss(const Tensor& logits, const Tensor& targets) const {

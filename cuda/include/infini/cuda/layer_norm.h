@@ -26,10 +26,11 @@ void layer_norm_forward(void* y, ElementType y_type, void* mean, void* rstd, con
 std::int64_t layer_norm_backward_scratch(const LayerNormRows& rows);
 
 // dx (rows, cols) from dy (rows, cols, of dy_type: `type`, or for F32 rows also F16 or BF16,
-// read exactly) and the forward's mean and rstd; dweight and dbias
+// read exactly) and the forward's mean and rstd, plus dx_add (rows, cols) of `type` where not
+// null (the sum rounded once, as a separate add gives: a residual's gradient); dweight and dbias
 // (cols, either may be null) are column sums over fixed chunks of rows, the chunks' sums
 // added in a fixed order (layer_norm.cu), so two runs give the same bits.
-void layer_norm_backward(void* dx, void* dweight, void* dbias, const void* dy, ElementType dy_type, const void* mean,
-                         const void* rstd, void* scratch, const LayerNormRows& rows, int device);
+void layer_norm_backward(void* dx, void* dweight, void* dbias, const void* dy, ElementType dy_type, const void* dx_add,
+                         const void* mean, const void* rstd, void* scratch, const LayerNormRows& rows, int device);
 
 }  // namespace infini::cuda
