@@ -9,7 +9,7 @@ import infini.autograd;
 export namespace infini::nn {
 
 template <class F>
-Tensor with_layer_name(const std::string& layer, F&& compute) {
+auto with_layer_name(const std::string& layer, F&& compute) {
   try {
     return std::forward<F>(compute)();
   } catch (const Error& e) {
