@@ -428,8 +428,8 @@ namespace {
 // normalized elements; weight and bias (when given) of x's dtype and device; y in y_dtype
 // (float16/bfloat16 for float32 rows) or x's. With `residual`, the rows also pass through as
 // a second output (sharing their storage), whose gradient the backward kernel adds to the
-// input gradient. The backward is the kernels', or the same formula in differentiable ops when the
-// gradient needs a graph (create_graph).
+// input gradient. The backward is the kernels', or the same formula in differentiable ops
+// when the gradient needs a graph (create_graph).
 TensorList fused_layer_norm(const Tensor& x, const Shape& normalized_shape, const std::optional<Tensor>& weight,
                             const std::optional<Tensor>& bias, double eps, std::optional<DataType> y_dtype,
                             bool residual) {
@@ -456,7 +456,8 @@ TensorList fused_layer_norm(const Tensor& x, const Shape& normalized_shape, cons
            const bool need_w = has_w && autograd::input_grad_needed(1);
            const bool need_b = has_b && autograd::input_grad_needed(bias_at);
            if (!GradMode::is_enabled()) {
-             auto [dx, dw, db] = kernels::layer_norm_backward(g[0], s[0], s[1], s[2], s[3], need_w, need_b, passthrough);
+             auto [dx, dw, db] =
+                 kernels::layer_norm_backward(g[0], s[0], s[1], s[2], s[3], need_w, need_b, passthrough);
              grads[0] = dx;
              if (need_w) grads[1] = dw;
              if (need_b) grads[bias_at] = db;
@@ -492,7 +493,8 @@ TensorList fused_layer_norm_as(const Tensor& x, const Shape& normalized_shape, c
                                const std::optional<Tensor>& bias, double eps, std::optional<DataType> out_dtype,
                                bool residual) {
   const bool direct = out_dtype && x.dtype() == kFloat32 && (*out_dtype == kFloat16 || *out_dtype == kBFloat16);
-  TensorList out = fused_layer_norm(x, normalized_shape, weight, bias, eps, direct ? out_dtype : std::nullopt, residual);
+  const std::optional<DataType> written = direct ? out_dtype : std::nullopt;
+  TensorList out = fused_layer_norm(x, normalized_shape, weight, bias, eps, written, residual);
   if (out_dtype && !direct) out[0] = out[0].to(*out_dtype);
   return out;
 }

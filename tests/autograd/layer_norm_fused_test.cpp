@@ -93,7 +93,8 @@ struct Leaves {
 };
 Leaves leaves(DataType dtype) {
   return {sample({kRows, kCols}, -2, 2, 44).to(dtype).requires_grad_(),
-          sample({kCols}, 0.5, 1.5, 45).to(dtype).requires_grad_(), sample({kCols}, -1, 1, 46).to(dtype).requires_grad_()};
+          sample({kCols}, 0.5, 1.5, 45).to(dtype).requires_grad_(),
+          sample({kCols}, -1, 1, 46).to(dtype).requires_grad_()};
 }
 
 TEST(LayerNormFused, HalfOutputsAreTheBitsOfACastAndSoAreTheirGradients) {

@@ -1,6 +1,7 @@
-// The CUDA GEMM as the entry of GemmKernel (and GemmRowSumsKernel): each operand's matrices are read in place when
-// they are row- or column-major views (else copied contiguous), and the batch dims are
-// merged into one strided batch per cuBLASLt call, the dims that do not merge looped here.
+// The CUDA GEMM as the entry of GemmKernel and GemmRowSumsKernel: each operand's matrices
+// are read in place when they are row- or column-major views (else copied contiguous), and
+// the batch dims are merged into one strided batch per cuBLASLt call, the dims that do not
+// merge looped here.
 module;
 #include <algorithm>
 #include <array>
@@ -63,12 +64,16 @@ Batch merged_batch(const Tensor& out, const Tensor& a, const Tensor& b) {
   return batch;
 }
 
-// The product out = a @ b of the last two dims (no data pointers yet; batch 1): a and b
-// become contiguous copies where cuBLAS cannot read them in place.
-cuda::GemmProblem matrix_problem(const Tensor& out, Tensor& a, Tensor& b) {
+void check_floating(const Tensor& out) {
   if (!is_floating_point(out.dtype()))
     throw DTypeError("matmul", concat("the CUDA GEMM computes float64, float32, bfloat16 and float16, got ",
                                       out.dtype()));
+}
+
+// The product out = a @ b of the last two dims (no data pointers yet; batch 1): a and b
+// become contiguous copies where cuBLAS cannot read them in place.
+cuda::GemmProblem matrix_problem(const Tensor& out, Tensor& a, Tensor& b) {
+  check_floating(out);
   const std::int64_t nd = out.dim();
   cuda::GemmProblem p;
   p.type = cuda_glue::element_type(out.dtype());
@@ -91,7 +96,8 @@ cuda::GemmProblem matrix_problem(const Tensor& out, Tensor& a, Tensor& b) {
 
 void gemm_cuda(const Tensor& out, const Tensor& a_in, const Tensor& b_in, double alpha, double beta,
                const Tensor& bias) {
-  if (out.numel() == 0 && is_floating_point(out.dtype())) return;
+  check_floating(out);
+  if (out.numel() == 0) return;
   Tensor a = a_in, b = b_in;
   cuda::GemmProblem p = matrix_problem(out, a, b);
   p.alpha = alpha;
