@@ -263,9 +263,40 @@ Tensor stack(const TensorList& tensors, std::int64_t dim) {
 
 namespace {
 
+// The gradients of split's pieces joined along d without a copy when they already lie in
+// one buffer as the join lays them out: same storage and strides, each piece starting where
+// the previous one ends along d (the tensor-core attention writes dq, dk and dv so for the
+// heads of a split qkv projection). Undefined otherwise, and for gradients that carry a
+// graph (create_graph), which the copying join records. The joined view reads exactly the
+// pieces' elements; the engine sums into a buffer in place only when no other tensor sees it.
+Tensor joined_in_place(const TensorList& pieces, std::int64_t d) {
+  const Tensor& first = pieces[0];
+  const auto along = static_cast<std::size_t>(d);
+  for (const Tensor& p : pieces)
+    if (!p.defined() || p.requires_grad() || p.numel() == 0 || !p.storage().is_same(first.storage()) ||
+        p.dtype() != first.dtype())
+      return {};
+  // The join's stride along d: the step from the first piece's start to the second's.
+  const std::int64_t gap = pieces[1].storage_offset() - first.storage_offset();
+  if (gap <= 0 || gap % first.shape()[along] != 0) return {};
+  const std::int64_t step = gap / first.shape()[along];
+  Shape shape = first.shape();
+  Strides strides = first.strides();
+  strides[along] = step;
+  shape[along] = 0;
+  for (const Tensor& p : pieces) {
+    if (p.storage_offset() != first.storage_offset() + shape[along] * step) return {};
+    for (std::size_t k = 0; k < shape.size(); ++k)
+      if (p.shape()[k] > 1 && p.strides()[k] != strides[k]) return {};
+    shape[along] += p.shape()[along];
+  }
+  return first.as_strided(shape, strides, first.storage_offset());
+}
+
 // The pieces `cut` makes (Tensor::split / Tensor::chunk, which check the arguments), views
 // of x along dim made without a node each, recorded as one op: its backward is a single cat
-// of the pieces' gradients (zeros for pieces that got none), where one view node per piece
+// of the pieces' gradients (zeros for pieces that got none; a view when the gradients
+// already tile one buffer, see joined_in_place), where one view node per piece
 // would scatter each gradient into its own zero-filled buffer of x's size and sum those.
 // The pieces are views of a tensor in the graph, so in-place writes into them are refused
 // like those into any such view.
@@ -294,6 +325,7 @@ TensorList pieces_of(std::string_view op, const Tensor& x, std::int64_t dim, Cut
   record(op, {x}, pieces, {}, [d, shapes, options](const TensorList& g, const TensorList&) {
     if (std::ranges::none_of(g, [](const Tensor& t) { return t.defined(); })) return TensorList{Tensor()};
     if (g.size() == 1) return TensorList{g[0]};
+    if (Tensor joined = joined_in_place(g, d); joined.defined()) return TensorList{joined};
     TensorList parts;
     for (std::size_t i = 0; i < g.size(); ++i) parts.push_back(g[i].defined() ? g[i] : zeros(shapes[i], options));
     return TensorList{cat(parts, d)};

@@ -66,6 +66,19 @@ Tensor heads_interleaved(const Shape& shape, const Tensor& like) {
   return empty(interleaved, {.dtype = like.dtype(), .device = like.device()}).transpose(1, 2);
 }
 
+// Uninitialised gradients for the tensor-core kernels, dq (B, H, T, D) and dk, dv
+// (B, Hkv, T, D): when queries and keys have one length, views of one (B, T, H + 2 Hkv, D)
+// buffer, which is where split's backward finds the heads of a split qkv projection's
+// gradient and joins them without a copy; otherwise each laid out as (B, T, heads, D).
+AttentionGrads interleaved_grads(const Tensor& q, const Tensor& k, const Tensor& v) {
+  const Shape &qs = q.shape(), &ks = k.shape();
+  if (qs[2] != ks[2] || v.shape()[3] != qs[3])
+    return {heads_interleaved(qs, q), heads_interleaved(ks, k), heads_interleaved(v.shape(), v)};
+  const Tensor buffer = empty({qs[0], qs[2], qs[1] + 2 * ks[1], qs[3]}, {.dtype = q.dtype(), .device = q.device()});
+  auto heads = [&](std::int64_t first, std::int64_t count) { return buffer.narrow(2, first, count).transpose(1, 2); };
+  return {heads(0, qs[1]), heads(qs[1], ks[1]), heads(qs[1] + ks[1], ks[1])};
+}
+
 // The dtype the kernels compute in: float64 stays, 16-bit inputs run in float32 unless a
 // kernel takes them as they are.
 DataType compute_type(const Tensor& q, const Tensor& v, const Tensor& mask, const AttentionParams& params) {
@@ -102,8 +115,7 @@ AttentionGrads attention_backward(const Tensor& grad_out, const Tensor& q, const
                                   const AttentionParams& params) {
   NoGradGuard no_grad;
   if (runs_in_16_bit(q, v, mask, params)) {  // every gradient row is written
-    const AttentionGrads g{heads_interleaved(q.shape(), q), heads_interleaved(k.shape(), k),
-                           heads_interleaved(v.shape(), v)};
+    const AttentionGrads g = interleaved_grads(q, k, v);
     KernelTable<AttentionBackwardKernel>::call(q.device(), g.dq, g.dk, g.dv, rows_in_place(grad_out),
                                                rows_in_place(q), rows_in_place(k), rows_in_place(v),
                                                rows_in_place(out), lse, mask, params);

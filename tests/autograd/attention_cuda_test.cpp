@@ -108,6 +108,43 @@ TEST(AttentionCuda, TensorCoreKernelsMatchFloat64OnTheSameRoundedInputs) {
     }
 }
 
+// GPT-2's heads: q, k, v split from one (B, T, 3 C) projection. The kernels write the three
+// gradients into one buffer laid out as that projection, which split's backward takes as
+// the projection's gradient without a copy; its values are those of separate (B, T, H, D)
+// leaves. A grouped-query split (C, C / 2, C / 2) likewise.
+TEST(AttentionCuda, SplitProjectionGetsItsGradientWithoutACopy) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";
+  const std::int64_t B = 2, T = 100, D = 64;
+  for (const std::int64_t kv_heads : {4, 2}) {
+    const std::int64_t H = 4, C = H * D, Ckv = kv_heads * D;
+    const std::string where = "kv_heads=" + std::to_string(kv_heads);
+    const Tensor host = sample({B, T, C + 2 * Ckv}, -2, 2, 40 + kv_heads).to(kBFloat16);
+    const Tensor weights = sample({B, H, T, D}, -1, 1, 50 + kv_heads).to(kBFloat16);
+    const Tensor qkv = host.to(Device::cuda(0)).requires_grad_();
+    const TensorList pieces = split(qkv, std::vector<std::int64_t>{C, Ckv, Ckv}, 2);
+    Tensor piece_grad;  // the query piece's gradient as split's backward receives it
+    pieces[0].register_hook([&](const Tensor& g) {
+      piece_grad = g;
+      return Tensor();
+    });
+    auto heads = [&](std::size_t i) { return pieces[i].view({B, T, -1, D}).transpose(1, 2); };
+    const Tensor out = scaled_dot_product_attention(heads(0), heads(1), heads(2), {}, 0.0, true);
+    const Tensor dqkv = autograd::grad({out}, {qkv}, {weights.to(Device::cuda(0))}).at(0);
+    ASSERT_TRUE(piece_grad.defined()) << where;
+    EXPECT_TRUE(dqkv.storage().is_same(piece_grad.storage())) << where;
+    EXPECT_EQ(dqkv.data_ptr(), piece_grad.data_ptr()) << where;
+    EXPECT_TRUE(dqkv.is_contiguous()) << where;
+
+    TensorList inputs;  // (B, heads, T, D) float64 of the same bfloat16 values
+    for (const Tensor& piece : split(host.to(kFloat64), std::vector<std::int64_t>{C, Ckv, Ckv}, 2))
+      inputs.push_back(piece.view({B, T, -1, D}).transpose(1, 2).contiguous());
+    const Outcome separate = attention_run(inputs, weights.to(kFloat64), true, Device::cuda(0), kBFloat16, true);
+    auto merged = [&](const Tensor& g) { return g.transpose(1, 2).reshape({B, T, -1}); };
+    expect_identical(dqkv.to(Device::cpu()).to(kFloat64),
+                     cat({merged(separate.dq), merged(separate.dk), merged(separate.dv)}, 2), where + " dqkv");
+  }
+}
+
 // Problems the tensor-core kernels do not take (a mask, a head dim of 24) still run in 16
 // bits through the float32 kernels, and an empty key set gives NaN rows as on the CPU.
 TEST(AttentionCuda, OtherSixteenBitProblemsRunInFloat32) {
