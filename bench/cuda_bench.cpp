@@ -9,8 +9,9 @@
 // converted first), and AdamW over GPT-2's 148 parameters (multi-tensor, and a call per
 // parameter), GELU (tanh) forward and backward on the MLP's bfloat16 activations, linear's
 // weight and bias gradients (one product with the bias-gradient epilogue, or a product and a
-// sum); and the
-// launch rate of small ops, eager and replayed as a CUDA graph. Skipped without a GPU.
+// sum), the MLP's forward and backward (dense_gelu_dense with GELU in the epilogues, or the
+// composed ops); and the launch rate of small ops, eager and replayed as a CUDA graph.
+// Skipped without a GPU.
 //   build/release/bin/cuda_bench --benchmark_repetitions=3
 #include <benchmark/benchmark.h>
 
@@ -143,12 +144,17 @@ void CrossEntropyBf16(benchmark::State& state) {
 
 // The gradient of qkv (B, T, 3C) bfloat16 from those of q, k, v (B, 12, T, 64): split along
 // the channels, each piece viewed as heads and transposed (GPT-2's attention input).
+// range(0) = 0: three separate gradients, joined by a copy; 1: heads of one (B, T, 36, 64)
+// buffer (as the attention backward writes them), joined without one.
 void QkvHeadsBackwardBf16(benchmark::State& state) {
   if (skip_without_gpu(state)) return;
   constexpr std::int64_t B = 16, T = 1024, C = 768, H = 12;
   const Tensor x = gpu_randn({B, T, 3 * C}, kBFloat16).requires_grad_();
-  const TensorList grads{gpu_randn({B, H, T, C / H}, kBFloat16), gpu_randn({B, H, T, C / H}, kBFloat16),
-                         gpu_randn({B, H, T, C / H}, kBFloat16)};
+  const Tensor buffer = gpu_randn({B, T, 3 * H, C / H}, kBFloat16);
+  TensorList grads;
+  for (std::int64_t i = 0; i < 3; ++i)
+    grads.push_back(state.range(0) != 0 ? buffer.narrow(2, i * H, H).transpose(1, 2)
+                                        : gpu_randn({B, H, T, C / H}, kBFloat16));
   for (auto _ : state) {
     TensorList heads;
     for (const Tensor& part : split(mul(x, 1.0), C, 2)) heads.push_back(part.view({B, T, H, C / H}).transpose(1, 2));
@@ -251,6 +257,26 @@ void WeightGradBf16(benchmark::State& state) {
   set_rate(state, "TFLOP/s", 2e-12 * kRows * 2304 * 768);
 }
 
+// GPT-2's MLP in bfloat16, (rows, 768) -> 3072 -> 768 with tanh GELU, forward and backward:
+// range(0) = 0 as dense_gelu_dense (GELU and its gradient in cuBLASLt's epilogues, what the
+// model runs), 1 as linear, gelu and linear. TFLOP/s counts the six products.
+void MlpBf16(benchmark::State& state) {
+  if (skip_without_gpu(state)) return;
+  const Tensor x = gpu_randn({kRows, 768}, kBFloat16).requires_grad_();
+  const Tensor w1 = gpu_randn({3072, 768}, kBFloat16).requires_grad_();
+  const Tensor b1 = gpu_randn({3072}, kBFloat16).requires_grad_();
+  const Tensor w2 = gpu_randn({768, 3072}, kBFloat16).requires_grad_();
+  const Tensor b2 = gpu_randn({768}, kBFloat16).requires_grad_();
+  const Tensor grad = gpu_randn({kRows, 768}, kBFloat16);
+  for (auto _ : state) {
+    const Tensor y = state.range(0) == 0 ? dense_gelu_dense(x, w1, b1, w2, b2, GeluApproximation::Tanh)
+                                         : linear(gelu(linear(x, w1, b1), GeluApproximation::Tanh), w2, b2);
+    benchmark::DoNotOptimize(autograd::grad({y}, {x, w1, b1, w2, b2}, {grad}));
+    synchronize(kGpu);
+  }
+  set_rate(state, "TFLOP/s", 6 * 2e-12 * kRows * 768 * 3072);
+}
+
 // A chain of 256 small ops (multiply and add on 4096 floats) run eagerly (range(0) = 0) or
 // replayed as a CUDA graph (1): op/s is the launch rate, so the difference is the host work
 // per op that a graph replay saves.
@@ -294,6 +320,7 @@ BENCHMARK(Copy)->Apply(timed)->ArgName("kind")->Arg(0)->Arg(1)->Arg(2);
 BENCHMARK(CrossEntropyBf16)->Apply(timed);
 BENCHMARK(GeluBf16)->Apply(timed)->ArgName("backward")->Arg(0)->Arg(1);
 BENCHMARK(WeightGradBf16)->Apply(timed)->ArgName("separate_sum")->Arg(0)->Arg(1);
-BENCHMARK(QkvHeadsBackwardBf16)->Apply(timed);
+BENCHMARK(QkvHeadsBackwardBf16)->Apply(timed)->ArgName("one_buffer")->Arg(0)->Arg(1);
+BENCHMARK(MlpBf16)->Apply(timed)->ArgName("composed")->Arg(0)->Arg(1);
 BENCHMARK(SmallOpChain)->Apply(timed)->ArgName("graph")->Arg(0)->Arg(1);
 BENCHMARK_MAIN();

@@ -1,6 +1,7 @@
 // gemm: batched out = alpha * a @ b + beta * out (+ bias) through cuBLASLt, with one handle
 // and one 32 MiB workspace per device, created on first use; gemm_with_row_sums: a @ b and
-// the row sums of a from cuBLASLt's bias-gradient epilogue.
+// the row sums of a from cuBLASLt's bias-gradient epilogue; gemm_bias_gelu and
+// gemm_gelu_grad: GELU and its gradient in the product's epilogue.
 //
 // cuBLAS is column-major; out (m, n) row-major is the column-major (n, m) matrix out^T, so
 // each product is computed as out^T = b^T a^T: b is cuBLAS's "A" and a its "B".
@@ -11,6 +12,7 @@
 #include <chrono>
 #include <climits>
 #include <cstdint>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -123,9 +125,29 @@ Types types_of(const GemmProblem& p) {
   }
 }
 
-// The vector of a product's epilogue: none, a bias added to every row of out (cuBLASLt's
-// BIAS), or the row sums of a written (BGRADB: cuBLAS's B is a, summed over k).
-enum class Vector : std::uint8_t { None, Bias, RowSums };
+// A product's epilogue: none, a bias added to every row of out (cuBLASLt's BIAS), the row
+// sums of a written (BGRADB: cuBLAS's B is a, summed over k), a bias then GELU with the sum
+// before GELU written to an aux matrix (GELU_AUX_BIAS), or the product times GELU's
+// derivative at an aux matrix (DGELU). The aux matrices are laid out like out.
+enum class Epilogue : std::uint8_t { None, Bias, RowSums, BiasGelu, GeluGrad };
+
+// The device memory an epilogue reads or writes besides out: its vector (bias or row sums)
+// and its aux matrix.
+struct EpilogueData {
+  const void* vector = nullptr;
+  const void* aux = nullptr;
+};
+
+cublasLtEpilogue_t cublas_epilogue(Epilogue e) {
+  switch (e) {
+    case Epilogue::Bias: return CUBLASLT_EPILOGUE_BIAS;
+    case Epilogue::RowSums: return CUBLASLT_EPILOGUE_BGRADB;
+    case Epilogue::BiasGelu: return CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
+    case Epilogue::GeluGrad: return CUBLASLT_EPILOGUE_DGELU;
+    case Epilogue::None: break;
+  }
+  return CUBLASLT_EPILOGUE_DEFAULT;
+}
 
 // The descriptors and the algorithm of one kind of product: every call with the same types,
 // shapes, leading dims, batch strides and alignments runs the same plan. Looking the
@@ -134,15 +156,15 @@ enum class Vector : std::uint8_t { None, Bias, RowSums };
 struct Plan {
   Descriptors d;
   cublasLtMatmulHeuristicResult_t heuristic{};
-  bool has_vector = false;  // the epilogue handles the key's vector (its pointer set per call)
-  std::mutex vector_mutex;  // held from setting that pointer to the call that reads it
+  bool has_epilogue = false;  // the algorithm runs the key's epilogue (its pointers set per call)
+  std::mutex pointer_mutex;   // held from setting those pointers to the call that reads them
 };
 
 struct PlanKey {
   int device;
   ElementType type;
   bool tf32, a_col_major, b_col_major;
-  Vector vector;
+  Epilogue epilogue;
   std::int64_t m, n, k, lda, ldb, a_stride, b_stride, batch;
   std::uint32_t a_alignment, b_alignment, out_alignment;
   auto operator<=>(const PlanKey&) const = default;
@@ -154,13 +176,30 @@ constexpr std::size_t kMaxPlans = 4096;
 // stores); the plan must also have the epilogue.
 bool epilogue_aligned(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
 
-PlanKey key_of(const GemmProblem& p, std::int64_t batch, std::int64_t item, int device, Vector vector) {
-  return {device, p.type, p.allow_tf32, p.a.col_major, p.b.col_major, vector, p.m, p.n, p.k, p.a.ld, p.b.ld,
+PlanKey key_of(const GemmProblem& p, std::int64_t batch, std::int64_t item, int device, Epilogue epilogue) {
+  return {device, p.type, p.allow_tf32, p.a.col_major, p.b.col_major, epilogue, p.m, p.n, p.k, p.a.ld, p.b.ld,
           p.a.batch_stride, p.b.batch_stride, batch, alignment(p.a.data, p.a.batch_stride * item, batch),
           alignment(p.b.data, p.b.batch_stride * item, batch), alignment(p.out, p.m * p.n * item, batch)};
 }
 
-std::unique_ptr<Plan> make_plan(const LtContext& lt, const GemmProblem& p, const PlanKey& key, const void* vector) {
+// Points the epilogue at its vector and aux matrix (the aux with out's leading dim, n).
+void set_epilogue_pointers(const Descriptors& d, const GemmProblem& p, Epilogue epilogue, const EpilogueData& data) {
+  if (epilogue == Epilogue::Bias || epilogue == Epilogue::RowSums || epilogue == Epilogue::BiasGelu)
+    check_status(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &data.vector,
+                                                sizeof(data.vector)),
+                 "cublasLtMatmulDescSetAttribute(BIAS_POINTER)");
+  if (epilogue == Epilogue::BiasGelu || epilogue == Epilogue::GeluGrad) {
+    const std::int64_t ld = p.n;
+    check_status(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &data.aux,
+                                                sizeof(data.aux)),
+                 "cublasLtMatmulDescSetAttribute(EPILOGUE_AUX_POINTER)");
+    check_status(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &ld, sizeof(ld)),
+                 "cublasLtMatmulDescSetAttribute(EPILOGUE_AUX_LD)");
+  }
+}
+
+std::unique_ptr<Plan> make_plan(const LtContext& lt, const GemmProblem& p, const PlanKey& key,
+                                const EpilogueData& data) {
   const Types t = types_of(p);
   const cudaDataType_t data_type = t.data;
   const auto count = static_cast<std::int32_t>(key.batch);
@@ -202,27 +241,27 @@ std::unique_ptr<Plan> make_plan(const LtContext& lt, const GemmProblem& p, const
                  "cublasLtMatmulPreferenceSetAttribute(REDUCTION_SCHEME_MASK)");
 
   // The heuristic's first choice: a fixed function of the problem and the GPU, with a
-  // fixed-order reduction (above), so results are reproducible. With a vector, the first
-  // choice among the algorithms with its epilogue, the vector of the output's type:
+  // fixed-order reduction (above), so results are reproducible. With an epilogue, the first
+  // choice among the algorithms that have it, its vector and aux matrix of the output's type:
   // - a bias, one per row of cuBLAS's column-major D = out^T, so one per column of out; if
   //   no algorithm has the epilogue, a plan without it;
-  // - row sums of a, one per column of D (row of out), summed over k in float32; if no
-  //   algorithm has the epilogue, a plan without one and without an algorithm (never run).
+  // - row sums of a, one per column of D (row of out), summed over k in float32;
+  // - a bias and GELU (tanh approximation), the float32 sum before GELU written to the aux
+  //   matrix; or GELU's derivative at the aux matrix times the float32 product;
+  // for these three, if no algorithm has the epilogue, a plan without an algorithm (never run).
   int found = 0;
-  if (key.vector != Vector::None) {
-    const cublasLtEpilogue_t epilogue =
-        key.vector == Vector::Bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_BGRADB;
+  if (key.epilogue != Epilogue::None) {
+    const cublasLtEpilogue_t epilogue = cublas_epilogue(key.epilogue);
     check_status(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)),
                  "cublasLtMatmulDescSetAttribute(EPILOGUE)");
-    check_status(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &vector, sizeof(vector)),
-                 "cublasLtMatmulDescSetAttribute(BIAS_POINTER)");
+    set_epilogue_pointers(d, p, key.epilogue, data);
     if (cublasLtMatmulAlgoGetHeuristic(lt.handle, d.op, d.a, d.b, d.out, d.out, d.preference, 1, &plan->heuristic,
                                        &found) == CUBLAS_STATUS_SUCCESS &&
         found > 0) {
-      plan->has_vector = true;
+      plan->has_epilogue = true;
       return plan;
     }
-    if (key.vector == Vector::RowSums) return plan;
+    if (key.epilogue != Epilogue::Bias) return plan;
     const cublasLtEpilogue_t none = CUBLASLT_EPILOGUE_DEFAULT;
     check_status(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &none, sizeof(none)),
                  "cublasLtMatmulDescSetAttribute(EPILOGUE)");
@@ -237,16 +276,16 @@ std::unique_ptr<Plan> make_plan(const LtContext& lt, const GemmProblem& p, const
 }
 
 // The plan of a product, made on first use.
-Plan& plan_for(const LtContext& lt, const GemmProblem& p, std::int64_t batch, int device, Vector vector,
-               const void* pointer) {
+Plan& plan_for(const LtContext& lt, const GemmProblem& p, std::int64_t batch, int device, Epilogue epilogue,
+               const EpilogueData& data) {
   static std::mutex mutex;
   static auto* plans = new std::map<PlanKey, std::unique_ptr<Plan>>();  // never destroyed: see context()
-  const PlanKey key = key_of(p, batch, types_of(p).item, device, vector);
+  const PlanKey key = key_of(p, batch, types_of(p).item, device, epilogue);
   std::lock_guard lock(mutex);
   if (auto it = plans->find(key); it != plans->end()) return *it->second;
   if (plans->size() >= kMaxPlans) plans->clear();
   const auto start = std::chrono::steady_clock::now();
-  std::unique_ptr<Plan> plan = make_plan(lt, p, key, pointer);
+  std::unique_ptr<Plan> plan = make_plan(lt, p, key, data);
   if (detail::profiling_ops())
     detail::profile_host("matmul plan",
                          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
@@ -269,31 +308,30 @@ void write_bias_rows(const GemmProblem& p) {
   });
 }
 
-// One cublasLtMatmul over batch <= INT_MAX products, its epilogue handling `vector` at
-// `pointer` (p.bias is not read: Vector::Bias passes it). Returns false, nothing launched,
-// when the plan has no epilogue for the vector (the caller handles it); a plan whose
-// epilogue call is refused (a status, nothing launched) is marked as having none.
-bool lt_matmul(const LtContext& lt, const GemmProblem& p, std::int64_t batch, int device, Vector vector,
-               const void* pointer) {
+// One cublasLtMatmul over batch <= INT_MAX products with `epilogue` on `data` (p.bias is
+// not read: Epilogue::Bias passes it). Returns false, nothing launched, when the plan has no
+// algorithm with the epilogue (the caller handles it); a plan whose epilogue call is refused
+// (a status, nothing launched) is marked as having none.
+bool lt_matmul(const LtContext& lt, const GemmProblem& p, std::int64_t batch, int device, Epilogue epilogue,
+               const EpilogueData& data) {
   const bool f64 = p.type == ElementType::F64;
-  Plan& plan = plan_for(lt, p, batch, device, vector, pointer);
-  if (vector != Vector::None && !plan.has_vector) return false;
+  Plan& plan = plan_for(lt, p, batch, device, epilogue, data);
+  if (epilogue != Epilogue::None && !plan.has_epilogue) return false;
   const Descriptors& d = plan.d;
   const float alpha32 = static_cast<float>(p.alpha), beta32 = static_cast<float>(p.beta);
   const void* alpha = f64 ? static_cast<const void*>(&p.alpha) : &alpha32;
   const void* beta = f64 ? static_cast<const void*>(&p.beta) : &beta32;
-  std::unique_lock<std::mutex> vector_lock;
-  if (plan.has_vector) {
-    vector_lock = std::unique_lock(plan.vector_mutex);
-    check_status(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &pointer, sizeof(pointer)),
-                 "cublasLtMatmulDescSetAttribute(BIAS_POINTER)");
+  std::unique_lock<std::mutex> pointer_lock;
+  if (plan.has_epilogue) {
+    pointer_lock = std::unique_lock(plan.pointer_mutex);
+    set_epilogue_pointers(d, p, epilogue, data);
   }
   // beta == 0: cuBLASLt does not read C, so old values (NaN included) do not leak.
   const cublasStatus_t status = cublasLtMatmul(lt.handle, d.op, alpha, p.b.data, d.a, p.a.data, d.b, beta, p.out,
                                                d.out, p.out, d.out, &plan.heuristic.algo, lt.workspace,
                                                kWorkspaceBytes, detail::stream());
-  if (status != CUBLAS_STATUS_SUCCESS && plan.has_vector) {
-    plan.has_vector = false;
+  if (status != CUBLAS_STATUS_SUCCESS && plan.has_epilogue) {
+    plan.has_epilogue = false;
     return false;
   }
   check_status(status, "cublasLtMatmul");
@@ -308,13 +346,13 @@ __global__ void scale_kernel(T* out, std::int64_t n, C beta) {
     out[i] = detail::convert<T>(beta == 0 ? C(0) : beta * detail::widen(out[i]));
 }
 
-// The launch check of a product. The profile's variant ends with the epilogue's vector (0
-// none, 1 a bias written into out first, 2 a bias in the epilogue, 3 row sums in the
-// epilogue) and the operands' smallest alignment in bytes.
-void after_gemm(const GemmProblem& p, int vector_variant) {
+// The launch check of a product. The profile's variant ends with the epilogue (0 none, 1 a
+// bias written into out first, 2 a bias in the epilogue, 3 row sums, 4 bias and GELU, 5
+// GELU's gradient) and the operands' smallest alignment in bytes.
+void after_gemm(const GemmProblem& p, int epilogue_variant) {
   const std::int64_t item = types_of(p).item;
   detail::after_launch("matmul", {static_cast<int>(p.type), p.batch, p.m, p.n, p.k, p.a.col_major, p.b.col_major,
-                                  p.a.ld, p.b.ld, p.beta != 0, vector_variant,
+                                  p.a.ld, p.b.ld, p.beta != 0, epilogue_variant,
                                   std::min({alignment(p.a.data, p.a.batch_stride * item, p.batch),
                                             alignment(p.b.data, p.b.batch_stride * item, p.batch),
                                             alignment(p.out, p.m * p.n * item, p.batch)})});
@@ -354,7 +392,7 @@ void gemm(const GemmProblem& problem, int device) {
     chunk.out = static_cast<char*>(problem.out) + start * problem.m * problem.n * item;
     chunk.batch = std::min<std::int64_t>(problem.batch - start, INT_MAX);
     const bool fused_bias = chunk.bias != nullptr && epilogue_aligned(chunk.bias) &&
-                            lt_matmul(lt, chunk, chunk.batch, device, Vector::Bias, chunk.bias);
+                            lt_matmul(lt, chunk, chunk.batch, device, Epilogue::Bias, {.vector = chunk.bias});
     if (fused_bias) continue;
     if (chunk.bias != nullptr) {  // no bias epilogue: the bias first, then out += a @ b
       write_bias_rows(chunk);
@@ -362,18 +400,58 @@ void gemm(const GemmProblem& problem, int device) {
       chunk.beta = 1;
       bias_written_first = true;
     }
-    lt_matmul(lt, chunk, chunk.batch, device, Vector::None, nullptr);
+    lt_matmul(lt, chunk, chunk.batch, device, Epilogue::None, {});
   }
   after_gemm(problem, problem.bias == nullptr ? 0 : bias_written_first ? 1 : 2);
 }
 
+namespace {
+
+// A single product (batch 1, alpha 1, beta 0, k > 0) that the fused epilogues take.
+bool single_product(const GemmProblem& p) {
+  return p.batch == 1 && p.m > 0 && p.n > 0 && p.k > 0 && p.alpha == 1 && p.beta == 0;
+}
+
+// An aux matrix laid out like out (leading dim n): cuBLASLt wants n a multiple of 8.
+bool aux_fits(const GemmProblem& p, const void* aux) { return p.n % 8 == 0 && epilogue_aligned(aux); }
+
+// INFINI_CUDA_GELU_EPILOGUE=0 turns the GELU epilogues off (their callers then run the
+// composed kernels), to compare the two; read once.
+bool gelu_epilogues_enabled() {
+  static const bool enabled = [] {
+    const char* value = std::getenv("INFINI_CUDA_GELU_EPILOGUE");
+    return value == nullptr || std::string(value) != "0";
+  }();
+  return enabled;
+}
+
+}  // namespace
+
 bool gemm_with_row_sums(const GemmProblem& problem, void* row_sums, int device) {
-  if (problem.batch != 1 || problem.m == 0 || problem.n == 0 || problem.k == 0 || problem.alpha != 1 ||
-      problem.beta != 0 || problem.bias != nullptr || !epilogue_aligned(row_sums))
+  if (!single_product(problem) || problem.bias != nullptr || !epilogue_aligned(row_sums)) return false;
+  detail::use_device(device);
+  if (!lt_matmul(context(device), problem, 1, device, Epilogue::RowSums, {.vector = row_sums})) return false;
+  after_gemm(problem, 3);
+  return true;
+}
+
+bool gemm_bias_gelu(const GemmProblem& problem, void* pre, int device) {
+  if (!gelu_epilogues_enabled() || !single_product(problem) || problem.bias == nullptr ||
+      !epilogue_aligned(problem.bias) || !aux_fits(problem, pre))
     return false;
   detail::use_device(device);
-  if (!lt_matmul(context(device), problem, 1, device, Vector::RowSums, row_sums)) return false;
-  after_gemm(problem, 3);
+  if (!lt_matmul(context(device), problem, 1, device, Epilogue::BiasGelu, {.vector = problem.bias, .aux = pre}))
+    return false;
+  after_gemm(problem, 4);
+  return true;
+}
+
+bool gemm_gelu_grad(const GemmProblem& problem, const void* pre, int device) {
+  if (!gelu_epilogues_enabled() || !single_product(problem) || problem.bias != nullptr || !aux_fits(problem, pre))
+    return false;
+  detail::use_device(device);
+  if (!lt_matmul(context(device), problem, 1, device, Epilogue::GeluGrad, {.aux = pre})) return false;
+  after_gemm(problem, 5);
   return true;
 }
 

@@ -250,25 +250,47 @@ Tensor elu(const Tensor& x, double alpha) {
                   },
                   {.a = alpha});
 }
-// GELU's backward is one fused kernel, unless the gradient itself needs a graph
-// (create_graph): then it is composed of differentiable ops.
+
+namespace {
+
+// gelu''(x) of differentiable ops: phi(x) (2 - x^2) for the erf form; for the tanh form,
+// with t = tanh(u), u = k (x + c x^3): (1 - t^2) (u' - x t u'^2 + x u'' / 2).
+Tensor gelu_second_derivative(const Tensor& x, GeluApproximation approximate) {
+  const Tensor x2 = mul(x, x);
+  if (approximate == GeluApproximation::None) {
+    const Tensor pdf = mul(exp(mul(x2, -0.5)), 0.5 * std::numbers::sqrt2 * std::numbers::inv_sqrtpi);
+    return mul(pdf, rsub(x2, 2.0));
+  }
+  constexpr double k = std::numbers::sqrt2 * std::numbers::inv_sqrtpi, c = 0.044715;
+  const Tensor t = tanh(mul(mul(x, add(mul(x2, c), 1.0)), k));
+  const Tensor du = mul(add(mul(x2, 3 * c), 1.0), k), d2u = mul(x, 6 * c * k);
+  const Tensor inner = add(sub(du, mul(mul(x, t), mul(du, du))), mul(mul(x, d2u), 0.5));
+  return mul(rsub(mul(t, t), 1.0), inner);
+}
+
+}  // namespace
+
+// One fused kernel for the value; the gradients (d/dg = upstream gelu'(x), d/dx = upstream g
+// gelu''(x)) are differentiable ops, so gelu's derivatives of any order exist.
+Tensor gelu_backward(const Tensor& g, const Tensor& x, GeluApproximation approximate) {
+  if (!is_floating_point(g.dtype()) || !is_floating_point(x.dtype()))
+    throw DTypeError("gelu_backward", concat("expected floating-point gradient and input, got ", g.dtype(), " and ",
+                                             x.dtype()));
+  const BinaryOp op = approximate == GeluApproximation::Tanh ? BinaryOp::GeluTanhBackward : BinaryOp::GeluBackward;
+  return binary_fn("gelu_backward", op, g, x, {.a = true, .b = true},
+                   [approximate](const Tensor& up, const Tensor& g, const Tensor& x, const Tensor&, bool need_g,
+                                 bool need_x) {
+                     return std::pair{need_g ? gelu_backward(up, x, approximate) : Tensor(),
+                                      need_x ? mul(mul(up, g), gelu_second_derivative(x, approximate)) : Tensor()};
+                   });
+}
+
 Tensor gelu(const Tensor& x, GeluApproximation approximate) {
-  if (approximate == GeluApproximation::None)
-    return unary_fn("gelu", UnaryOp::GeluErf, x, Saves::Input, [](const Tensor& g, const Tensor& x, const Tensor&) {
-      if (!GradMode::is_enabled()) return kernels::binary(BinaryOp::GeluBackward, g, x);
-      // Phi(x) + x phi(x)
-      const Tensor cdf = mul(add(erf(mul(x, std::numbers::sqrt2 / 2)), 1.0), 0.5);
-      const Tensor pdf = mul(exp(mul(mul(x, x), -0.5)), 0.5 * std::numbers::sqrt2 * std::numbers::inv_sqrtpi);
-      return mul(g, add(cdf, mul(x, pdf)));
-    });
-  return unary_fn("gelu", UnaryOp::GeluTanh, x, Saves::Input, [](const Tensor& g, const Tensor& x, const Tensor&) {
-    if (!GradMode::is_enabled()) return kernels::binary(BinaryOp::GeluTanhBackward, g, x);
-    constexpr double k = std::numbers::sqrt2 * std::numbers::inv_sqrtpi, c = 0.044715;
-    const Tensor x2 = mul(x, x);
-    const Tensor t = tanh(mul(mul(x, add(mul(x2, c), 1.0)), k));
-    const Tensor dt = mul(rsub(mul(t, t), 1.0), mul(add(mul(x2, 3 * c), 1.0), k));  // (1 - t^2) * du/dx
-    return mul(g, mul(add(add(t, 1.0), mul(x, dt)), 0.5));
-  });
+  const bool tanh_form = approximate == GeluApproximation::Tanh;
+  return unary_fn("gelu", tanh_form ? UnaryOp::GeluTanh : UnaryOp::GeluErf, x, Saves::Input,
+                  [approximate](const Tensor& g, const Tensor& x, const Tensor&) {
+                    return gelu_backward(g, x, approximate);
+                  });
 }
 Tensor silu(const Tensor& x) {
   return unary_fn("silu", UnaryOp::Silu, x, Saves::Input, [](const Tensor& g, const Tensor& x, const Tensor&) {

@@ -12,11 +12,11 @@ import infini.kernels;
 export namespace infini {
 
 // Every op of this family by name, for the op table test (tests/autograd/op_table_test.cpp).
-inline constexpr std::array<std::string_view, 61> kElementwiseOps = {
+inline constexpr std::array<std::string_view, 63> kElementwiseOps = {
     "add", "sub", "rsub", "mul", "div", "floor_divide", "pow", "maximum", "minimum", "logaddexp",
     "neg", "abs", "sign", "exp", "expm1", "log", "log1p", "log2", "sqrt", "rsqrt", "reciprocal",
     "sin", "cos", "tanh", "sigmoid", "erf", "relu", "leaky_relu", "elu", "gelu", "gelu_tanh",
-    "silu", "softplus", "clamp", "where", "lerp", "masked_fill",
+    "gelu_backward", "gelu_tanh_backward", "silu", "softplus", "clamp", "where", "lerp", "masked_fill",
     "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor", "logical_not",
     "isnan", "isinf", "add_", "sub_", "mul_", "div_", "masked_fill_",
     "operator+", "operator-", "operator*", "operator/", "operator-(unary)", "operator+=", "operator*="};
@@ -62,6 +62,9 @@ Tensor leaky_relu(const Tensor& x, double negative_slope = 0.01);
 Tensor elu(const Tensor& x, double alpha = 1.0);
 enum class GeluApproximation { None, Tanh };
 Tensor gelu(const Tensor& x, GeluApproximation approximate = GeluApproximation::None);
+// PyTorch's gelu_backward: g * gelu'(x) (g and x broadcast), gelu's input gradient: one fused
+// kernel, whose own gradients are differentiable ops (gelu's derivatives of any order).
+Tensor gelu_backward(const Tensor& g, const Tensor& x, GeluApproximation approximate = GeluApproximation::None);
 Tensor silu(const Tensor& x);
 Tensor softplus(const Tensor& x, double beta = 1.0, double threshold = 20.0);
 // Bounds that are not given do not clamp; the gradient passes where min <= x <= max.

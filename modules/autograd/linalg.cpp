@@ -4,6 +4,9 @@ module;
 #include <cstdint>
 #include <optional>
 #include <string_view>
+#include <tuple>
+#include <utility>
+#include <vector>
 module infini.autograd;
 
 namespace infini {
@@ -130,6 +133,30 @@ Tensor baddbmm(const Tensor& input, const Tensor& batch1, const Tensor& batch2, 
 // x (one (out, rows) @ (rows, in) product), dbias = g summed to bias's shape. Outside
 // create_graph, dweight and dbias come from one pass where the device fuses them
 // (kernels::matmul_and_row_sums: dbias is the row sums of g^T).
+namespace {
+
+// A linear layer's parameter gradients from its output gradient g (*, out) and input x
+// (*, in): dW = g^T @ x over the rows (when weight_grad) and db = g summed to the bias's
+// shape (when bias_grad). Outside create_graph both come from one product where the device
+// fuses them (kernels::matmul_and_row_sums: db is the row sums of g^T).
+std::pair<Tensor, Tensor> linear_parameter_grads(const Tensor& g, const Tensor& x, bool weight_grad,
+                                                 const Operand& bias, bool bias_grad) {
+  Tensor dw, db;
+  if (weight_grad) {
+    const std::int64_t rows = rows_of(g.shape()), out = g.shape().back();
+    const Tensor g2 = g.reshape({rows, out}), x2 = x.reshape({rows, x.shape().back()});
+    const bool fusable = bias_grad && !GradMode::is_enabled() && bias.shape.size() == 1 && bias.shape[0] == out &&
+                         g2.dtype() == x2.dtype();
+    if (const auto fused = fusable ? kernels::matmul_and_row_sums(g2.transpose(0, 1), x2) : std::nullopt)
+      return {fused->product, fused->row_sums};
+    dw = matmul(g2.transpose(0, 1), x2);  // (out, rows) @ (rows, in)
+  }
+  if (bias_grad) db = sum_to(g, bias.shape);
+  return {dw, db};
+}
+
+}  // namespace
+
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   if (const AutocastRegion cast(CastPolicy::kLowerPrecision, x); cast) return linear(cast(x), cast(weight), cast(bias));
   if (weight.dim() != 2 || x.dim() == 0 || x.shape().back() != weight.shape()[1])
@@ -144,20 +171,85 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
            TensorList grads(count);
            if (!g[0].defined()) return grads;
            if (ix.requires_grad && autograd::input_grad_needed(0)) grads[0] = matmul(g[0], s[1]);  // (*, out) @ (out, in)
+           const bool weight_grad = iw.requires_grad && autograd::input_grad_needed(1);
            const bool bias_grad = ibias.requires_grad && autograd::input_grad_needed(2);
-           if (iw.requires_grad && autograd::input_grad_needed(1)) {
-             const std::int64_t rows = rows_of(ix.shape), in = ix.shape.back(), out = iw.shape[0];
-             const Tensor g2 = g[0].reshape({rows, out}), x2 = s[0].reshape({rows, in});
-             const bool fusable = bias_grad && !GradMode::is_enabled() && ibias.shape.size() == 1 &&
-                                  ibias.shape[0] == out && g2.dtype() == x2.dtype();
-             if (const auto fused = fusable ? kernels::matmul_and_row_sums(g2.transpose(0, 1), x2) : std::nullopt) {
-               grads[1] = fused->product;
-               grads[2] = fused->row_sums;
-               return grads;
-             }
-             grads[1] = matmul(g2.transpose(0, 1), x2);  // (out, rows) @ (rows, in)
+           auto [dw, db] = linear_parameter_grads(g[0], s[0], weight_grad, ibias, bias_grad);
+           grads[1] = dw;
+           if (bias_grad) grads[2] = db;
+           return grads;
+         });
+  return y;
+}
+
+// Saved: x, w1, b1, w2, and the forward's pre-activation (rows, hidden) and activation. With
+// create_graph the backward recomputes both from x, w1 and b1 with history, so every
+// gradient it returns is differentiable.
+Tensor dense_gelu_dense(const Tensor& x, const Tensor& w1, const Tensor& b1, const Tensor& w2, const Tensor& b2,
+                        GeluApproximation approximate) {
+  if (const AutocastRegion cast(CastPolicy::kLowerPrecision, x); cast)
+    return dense_gelu_dense(cast(x), cast(w1), cast(b1), cast(w2), cast(b2), approximate);
+  constexpr std::string_view op = "dense_gelu_dense";
+  if (w1.dim() != 2 || w2.dim() != 2 || x.dim() == 0 || x.shape().back() != w1.shape()[1] ||
+      w2.shape()[1] != w1.shape()[0])
+    throw ShapeError(op, concat("input of shape ", x.shape(), " does not fit weights of shapes ", w1.shape(), " and ",
+                                w2.shape(), " (expected input (*, in), w1 (hidden, in), w2 (out, hidden))"));
+  const std::int64_t rows = rows_of(x.shape()), in = w1.shape()[1], hidden = w1.shape()[0], out = w2.shape()[0];
+  for (const auto& [bias, size, name] : {std::tuple{b1, hidden, "b1"}, std::tuple{b2, out, "b2"}})
+    if (bias.defined() && bias.shape() != Shape{size})
+      throw ShapeError(op, concat("expected ", name, " of shape ", Shape{size}, ", got ", bias.shape()));
+  const bool tanh_form = approximate == GeluApproximation::Tanh;
+  const Tensor x2 = x.detach().reshape({rows, in});
+
+  // pre = x w1^T + b1 and act = gelu(pre) (rows, hidden), from one product where the device
+  // fuses them, then y = act w2^T + b2.
+  const bool one_kind = b1.defined() && w1.dtype() == x.dtype() && b1.dtype() == x.dtype() &&
+                        w1.device() == x.device() && b1.device() == x.device();
+  const auto fused = tanh_form && one_kind ? kernels::matmul_bias_gelu(x2, w1.detach().t(), b1.detach()) : std::nullopt;
+  const Tensor pre = fused ? fused->pre : kernels::matmul(x2, w1.detach().t(), {.bias = b1, .op = op});
+  const Tensor act = fused ? fused->activation : kernels::unary(tanh_form ? UnaryOp::GeluTanh : UnaryOp::GeluErf, pre);
+  Shape y_shape = x.shape();
+  y_shape.back() = out;
+  const Tensor y = kernels::matmul(act, w2.detach().t(), {.bias = b2, .op = op}).view(y_shape);
+
+  TensorList inputs{x, w1};
+  if (b1.defined()) inputs.push_back(b1);
+  inputs.push_back(w2);
+  if (b2.defined()) inputs.push_back(b2);
+  if (!any_needs_grad(inputs)) return y;
+  // Where each parameter's gradient goes in the node's inputs (-1: no such input).
+  const int at_b1 = b1.defined() ? 2 : -1, at_w2 = b1.defined() ? 3 : 2, at_b2 = b2.defined() ? at_w2 + 1 : -1;
+  const Operand ix(x), iw1(w1), ib1(b1), iw2(w2), ib2(b2);
+  record(op, inputs, {y}, {x, w1, b1, w2, pre, act},
+         [=, count = inputs.size()](const TensorList& g, const TensorList& s) {
+           TensorList grads(count);
+           if (!g[0].defined()) return grads;
+           auto needed = [](const Operand& o, int at) {
+             return at >= 0 && o.requires_grad && autograd::input_grad_needed(static_cast<std::size_t>(at));
+           };
+           const Tensor &sx = s[0], &sw1 = s[1], &sb1 = s[2], &sw2 = s[3];
+           Tensor h = s[4], a = s[5];
+           if (GradMode::is_enabled()) {
+             h = linear(sx.reshape({rows, in}), sw1, sb1);
+             a = gelu(h, approximate);
            }
-           if (bias_grad) grads[2] = sum_to(g[0], ibias.shape);
+           Shape hidden_shape = ix.shape;
+           hidden_shape.back() = hidden;
+           // c_proj: dw2, db2 from g and act; the GELU's input gradient dh = (g @ w2) gelu'(pre).
+           auto [dw2, db2] =
+               linear_parameter_grads(g[0], a.view(hidden_shape), needed(iw2, at_w2), ib2, needed(ib2, at_b2));
+           if (needed(iw2, at_w2)) grads[static_cast<std::size_t>(at_w2)] = dw2;
+           if (needed(ib2, at_b2)) grads[static_cast<std::size_t>(at_b2)] = db2;
+           const bool w1_grad = needed(iw1, 1), b1_grad = needed(ib1, at_b1), x_grad = needed(ix, 0);
+           if (!w1_grad && !b1_grad && !x_grad) return grads;
+           const Tensor g2 = g[0].reshape({rows, out});
+           std::optional<Tensor> dh;
+           if (tanh_form && !GradMode::is_enabled() && g2.dtype() == h.dtype())
+             dh = kernels::matmul_gelu_grad(g2, sw2.detach(), h);
+           if (!dh) dh = gelu_backward(matmul(g2, sw2), h, approximate);  // (rows, out) @ (out, hidden)
+           auto [dw1, db1] = linear_parameter_grads(dh->view(hidden_shape), sx, w1_grad, ib1, b1_grad);
+           if (w1_grad) grads[1] = dw1;
+           if (b1_grad) grads[static_cast<std::size_t>(at_b1)] = db1;
+           if (x_grad) grads[0] = matmul(*dh, sw1).view(ix.shape);  // (rows, hidden) @ (hidden, in)
            return grads;
          });
   return y;

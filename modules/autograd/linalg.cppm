@@ -10,14 +10,15 @@ module;
 #include <vector>
 export module infini.autograd:linalg;
 import infini.kernels;
+import :elementwise;
 import :function;
 
 export namespace infini {
 
 // Every op of this family by name, for the op table test.
-inline constexpr std::array<std::string_view, 15> kLinalgOps = {
+inline constexpr std::array<std::string_view, 16> kLinalgOps = {
     "matmul", "mm",    "bmm",   "mv",    "dot",    "outer",      "baddbmm", "linear",
-    "addmm",  "addmv", "addbmm", "einsum", "cdist", "linalg_svd", "svdvals"};
+    "addmm",  "addmv", "addbmm", "einsum", "cdist", "linalg_svd", "svdvals", "dense_gelu_dense"};
 
 // a (*A, m, k) @ b (*B, k, n) -> (broadcast(*A, *B), m, n). A 1-D a is a row (1, k) and a
 // 1-D b a column (k, 1); the dim so added is dropped from the result, so (k) @ (k) is a
@@ -52,6 +53,14 @@ Tensor einsum(std::string_view equation, const TensorList& operands);
 Tensor cdist(const Tensor& x1, const Tensor& x2, double p = 2);
 // x (*, in) @ weight (out, in)^T + bias (out) -> (*, out); an undefined bias adds nothing.
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = {});
+// A transformer's MLP as one node (apex's fused_dense_gelu_dense): linear(gelu(linear(x, w1,
+// b1), approximate), w2, b2) for x (*, in), w1 (hidden, in), w2 (out, hidden), biases (hidden)
+// and (out) or undefined -> (*, out). The composed ops' kernels, so their bits, except on
+// devices that fuse GELU's tanh form into the products (CUDA: cuBLASLt's GELU_AUX_BIAS
+// epilogue on the first product when b1 is given, its DGELU epilogue on the backward's
+// product g @ w2), which take GELU and its derivative in float32 before rounding.
+Tensor dense_gelu_dense(const Tensor& x, const Tensor& w1, const Tensor& b1, const Tensor& w2, const Tensor& b2,
+                        GeluApproximation approximate = GeluApproximation::None);
 
 // ---- singular value decomposition (svd.cpp) ----
 // torch.linalg.svd of x (*, m, n), float32 or float64 (other dtypes: DTypeError; fewer than

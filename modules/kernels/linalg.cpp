@@ -106,18 +106,65 @@ Tensor matmul(const Tensor& a, const Tensor& b, const MatmulOptions& o) {
   return out.view(result_shape);
 }
 
+namespace {
+
+// The operands of a fused single product: matrices (m, k) and (k, n) of one floating-point
+// dtype on one device; `vector` (when defined) of n elements and `matrix` (when defined) of
+// (m, n), both of that dtype and device.
+void check_fused_operands(std::string_view op, const Tensor& a, const Tensor& b, const Tensor& vector = {},
+                          const Tensor& matrix = {}) {
+  check_operands(a, b, {.op = op});
+  if (a.dim() != 2 || b.dim() != 2 || a.shape()[1] != b.shape()[0])
+    throw ShapeError(op, concat("expected matrices (m, k) and (k, n), got shapes ", a.shape(), " and ", b.shape()));
+  const Shape out{a.shape()[0], b.shape()[1]};
+  auto check_like = [&](const Tensor& t, const Shape& shape, std::string_view what) {
+    if (t.device() != a.device())
+      throw DeviceError(op, concat("expected the ", what, " on ", a.device(), ", got ", t.device()));
+    if (t.dtype() != a.dtype())
+      throw DTypeError(op, concat("expected the ", what, " of ", a.dtype(), ", got ", t.dtype()));
+    if (t.shape() != shape)
+      throw ShapeError(op, concat("expected the ", what, " of shape ", shape, " for a product of shape ", out,
+                                  ", got ", t.shape()));
+  };
+  if (vector.defined()) check_like(vector, Shape{out[1]}, "bias");
+  if (matrix.defined()) check_like(matrix, out, "pre-activation");
+}
+
+}  // namespace
+
 std::optional<ProductAndRowSums> matmul_and_row_sums(const Tensor& a, const Tensor& b) {
   NoGradGuard no_grad;
-  const MatmulOptions options{.op = "matmul"};
-  check_operands(a, b, options);
-  if (a.dim() != 2 || b.dim() != 2 || a.shape()[1] != b.shape()[0])
-    throw ShapeError("matmul", concat("expected matrices (m, k) and (k, n), got shapes ", a.shape(), " and ",
-                                      b.shape()));
+  check_fused_operands("matmul", a, b);
   if (a.shape()[1] == 0 || !KernelTable<GemmRowSumsKernel>::has(a.device().type)) return std::nullopt;
   const TensorOptions like{.dtype = a.dtype(), .device = a.device()};
   ProductAndRowSums result{empty({a.shape()[0], b.shape()[1]}, like), empty({a.shape()[0]}, like)};
   if (!KernelTable<GemmRowSumsKernel>::call(a.device(), result.product, result.row_sums, a, b)) return std::nullopt;
   return result;
+}
+
+std::optional<ActivationAndInput> matmul_bias_gelu(const Tensor& a, const Tensor& b, const Tensor& bias) {
+  NoGradGuard no_grad;
+  constexpr std::string_view op = "matmul_bias_gelu";
+  if (!bias.defined()) throw Error(op, "expected a bias");
+  check_fused_operands(op, a, b, bias);
+  if (a.shape()[1] == 0 || !KernelTable<GemmBiasGeluKernel>::has(a.device().type)) return std::nullopt;
+  const TensorOptions like{.dtype = a.dtype(), .device = a.device()};
+  const Shape shape{a.shape()[0], b.shape()[1]};
+  ActivationAndInput result{empty(shape, like), empty(shape, like)};
+  if (!KernelTable<GemmBiasGeluKernel>::call(a.device(), result.activation, result.pre, a, b, bias.contiguous()))
+    return std::nullopt;
+  return result;
+}
+
+std::optional<Tensor> matmul_gelu_grad(const Tensor& a, const Tensor& b, const Tensor& pre) {
+  NoGradGuard no_grad;
+  constexpr std::string_view op = "matmul_gelu_grad";
+  if (!pre.defined()) throw Error(op, "expected the pre-activation");
+  check_fused_operands(op, a, b, {}, pre);
+  if (a.shape()[1] == 0 || !KernelTable<GemmGeluGradKernel>::has(a.device().type)) return std::nullopt;
+  Tensor out = empty({a.shape()[0], b.shape()[1]}, {.dtype = a.dtype(), .device = a.device()});
+  if (!KernelTable<GemmGeluGradKernel>::call(a.device(), out, a, b, pre.contiguous())) return std::nullopt;
+  return out;
 }
 
 }  // namespace infini::kernels

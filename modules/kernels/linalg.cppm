@@ -33,6 +33,26 @@ struct GemmRowSumsKernel {
   using Fn = bool (*)(const Tensor& out, const Tensor& row_sums, const Tensor& a, const Tensor& b);
 };
 
+// pre = a @ b + bias and out = gelu(pre) with GELU's tanh approximation, for a (m, k), b
+// (k, n) and bias (n) of one floating-point dtype with k > 0, out and pre (m, n) contiguous
+// of it: a linear layer and its GELU in one pass (CUDA: cuBLASLt's GELU_AUX_BIAS epilogue,
+// GELU taken in float32 on the unrounded sum). Only devices that fuse them have an entry; it
+// returns false, having written nothing, when it cannot fuse this problem.
+struct GemmBiasGeluKernel {
+  static constexpr std::string_view name = "matmul_bias_gelu";
+  using Fn = bool (*)(const Tensor& out, const Tensor& pre, const Tensor& a, const Tensor& b, const Tensor& bias);
+};
+
+// out = (a @ b) * gelu'(pre) elementwise (the derivative of GELU's tanh approximation), for
+// a (m, k), b (k, n) and pre (m, n) of one floating-point dtype with k > 0, out (m, n)
+// contiguous of it: a GELU's input gradient from the gradient of the linear layer it fed
+// (CUDA: cuBLASLt's DGELU epilogue, applied before the product's rounding). Fused-only, as
+// GemmBiasGeluKernel.
+struct GemmGeluGradKernel {
+  static constexpr std::string_view name = "matmul_gelu_grad";
+  using Fn = bool (*)(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& pre);
+};
+
 // The singular value decomposition a = U diag(S) Vh of every matrix of a (batch, m, n),
 // contiguous float32 or float64, k = min(m, n): S (batch, k) descending and >= 0; U and Vh
 // have orthonormal columns / rows, reduced (U (batch, m, k), Vh (batch, k, n)) or full
@@ -80,6 +100,19 @@ struct ProductAndRowSums {
   Tensor product, row_sums;
 };
 std::optional<ProductAndRowSums> matmul_and_row_sums(const Tensor& a, const Tensor& b);
+
+// gelu(a @ b + bias) (GELU's tanh approximation) and the pre-activation a @ b + bias, for 2-D
+// a (m, k), b (k, n) and bias (n) of one floating-point dtype on one device, from one fused
+// pass (GemmBiasGeluKernel), or nullopt where the device has none for this problem.
+struct ActivationAndInput {
+  Tensor activation, pre;
+};
+std::optional<ActivationAndInput> matmul_bias_gelu(const Tensor& a, const Tensor& b, const Tensor& bias);
+
+// (a @ b) * gelu'(pre) (GELU's tanh approximation) for 2-D a (m, k), b (k, n) and pre (m, n)
+// of one floating-point dtype on one device, from one fused pass (GemmGeluGradKernel), or
+// nullopt where the device has none for this problem.
+std::optional<Tensor> matmul_gelu_grad(const Tensor& a, const Tensor& b, const Tensor& pre);
 
 }  // namespace kernels
 }  // namespace infini

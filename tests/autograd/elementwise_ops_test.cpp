@@ -141,6 +141,18 @@ const bool registered = [] {
                [](double a, double b) { return 3 - a + b; });
   binary_entry("pow", [](const Tensor& a, const Tensor& b) { return pow(a, b); },
                [](double a, double b) { return std::pow(a, b); }, 0.5, 2, -2, 2);
+  // gelu's input gradients g * gelu'(x), from the closed forms' derivatives.
+  binary_entry("gelu_backward", [](const Tensor& g, const Tensor& x) { return gelu_backward(g, x); },
+               [](double g, double x) {
+                 return g * (0.5 * (1 + std::erf(x / std::numbers::sqrt2)) +
+                             x * std::exp(-x * x / 2) / std::sqrt(2 * std::numbers::pi));
+               });
+  binary_entry("gelu_tanh_backward",
+               [](const Tensor& g, const Tensor& x) { return gelu_backward(g, x, GeluApproximation::Tanh); },
+               [](double g, double x) {
+                 const double k = std::sqrt(2 / std::numbers::pi), t = std::tanh(k * (x + 0.044715 * x * x * x));
+                 return g * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * k * (1 + 3 * 0.044715 * x * x));
+               });
   binary_entry("maximum", [](const Tensor& a, const Tensor& b) { return maximum(a, b); },
                [](double a, double b) { return std::max(a, b); });
   binary_entry("minimum", [](const Tensor& a, const Tensor& b) { return minimum(a, b); },

@@ -1,4 +1,5 @@
-// The CUDA GEMM as the entry of GemmKernel and GemmRowSumsKernel: each operand's matrices
+// The CUDA GEMM as the entry of GemmKernel and the fused-epilogue kernels (GemmRowSumsKernel,
+// GemmBiasGeluKernel, GemmGeluGradKernel): each operand's matrices
 // are read in place when they are row- or column-major views (else copied contiguous), and
 // the batch dims are merged into one strided batch per cuBLASLt call, the dims that do not
 // merge looped here.
@@ -133,21 +134,49 @@ void gemm_cuda(const Tensor& out, const Tensor& a_in, const Tensor& b_in, double
   });
 }
 
-// cuBLASLt's bias-gradient epilogue (cuda::gemm_with_row_sums).
-bool gemm_row_sums_cuda(const Tensor& out, const Tensor& row_sums, const Tensor& a_in, const Tensor& b_in) {
-  Tensor a = a_in, b = b_in;
+// A single product for the fused epilogues, its operands read in place where cuBLAS can.
+cuda::GemmProblem single_problem(const Tensor& out, Tensor& a, Tensor& b) {
   cuda::GemmProblem p = matrix_problem(out, a, b);
   p.a.data = a.data_ptr();
   p.b.data = b.data_ptr();
   p.out = out.data_ptr();
+  return p;
+}
+
+// cuBLASLt's bias-gradient epilogue (cuda::gemm_with_row_sums).
+bool gemm_row_sums_cuda(const Tensor& out, const Tensor& row_sums, const Tensor& a_in, const Tensor& b_in) {
+  Tensor a = a_in, b = b_in;
+  const cuda::GemmProblem p = single_problem(out, a, b);
   bool fused = false;
   run("matmul", out.device(), [&] { fused = cuda::gemm_with_row_sums(p, row_sums.data_ptr(), out.device().index); });
+  return fused;
+}
+
+// cuBLASLt's GELU_AUX_BIAS epilogue (cuda::gemm_bias_gelu).
+bool gemm_bias_gelu_cuda(const Tensor& out, const Tensor& pre, const Tensor& a_in, const Tensor& b_in,
+                         const Tensor& bias) {
+  Tensor a = a_in, b = b_in;
+  cuda::GemmProblem p = single_problem(out, a, b);
+  p.bias = bias.data_ptr();
+  bool fused = false;
+  run("matmul", out.device(), [&] { fused = cuda::gemm_bias_gelu(p, pre.data_ptr(), out.device().index); });
+  return fused;
+}
+
+// cuBLASLt's DGELU epilogue (cuda::gemm_gelu_grad).
+bool gemm_gelu_grad_cuda(const Tensor& out, const Tensor& a_in, const Tensor& b_in, const Tensor& pre) {
+  Tensor a = a_in, b = b_in;
+  const cuda::GemmProblem p = single_problem(out, a, b);
+  bool fused = false;
+  run("matmul", out.device(), [&] { fused = cuda::gemm_gelu_grad(p, pre.data_ptr(), out.device().index); });
   return fused;
 }
 
 const bool registered = [] {
   KernelTable<GemmKernel>::set(DeviceType::CUDA, &gemm_cuda);
   KernelTable<GemmRowSumsKernel>::set(DeviceType::CUDA, &gemm_row_sums_cuda);
+  KernelTable<GemmBiasGeluKernel>::set(DeviceType::CUDA, &gemm_bias_gelu_cuda);
+  KernelTable<GemmGeluGradKernel>::set(DeviceType::CUDA, &gemm_gelu_grad_cuda);
   return true;
 }();
 

@@ -101,8 +101,12 @@ void GPT2MLPImpl::reset() {
   c_proj = register_module("c_proj", tp->row_linear(4 * channels, channels, /*bias=*/true));
 }
 
+// One node for c_fc, GELU and c_proj (dense_gelu_dense: the composed ops' bits, with GELU and
+// its gradient in the products' epilogues on CUDA); under tensor parallelism the layers'
+// own forwards, which gather and reduce across the ranks.
 Tensor GPT2MLPImpl::forward(const Tensor& x) {
-  return (*c_proj)(gelu((*c_fc)(x), GeluApproximation::Tanh));
+  if (tp->size() > 1) return (*c_proj)(gelu((*c_fc)(x), GeluApproximation::Tanh));
+  return dense_gelu_dense(x, c_fc->weight, c_fc->bias, c_proj->weight, c_proj->bias, GeluApproximation::Tanh);
 }
 
 GPT2BlockImpl::GPT2BlockImpl(std::int64_t channels, std::int64_t num_heads, std::shared_ptr<TensorParallelLayers> tp)
