@@ -134,42 +134,40 @@ void gemm_cuda(const Tensor& out, const Tensor& a_in, const Tensor& b_in, double
   });
 }
 
-// A single product for the fused epilogues, its operands read in place where cuBLAS can.
-cuda::GemmProblem single_problem(const Tensor& out, Tensor& a, Tensor& b) {
+// One product out = a @ b with a fused epilogue, `fused(problem, device)` (a cuda::gemm_*
+// call), its operands read in place where cuBLAS can: whether the epilogue ran.
+template <class Fused>
+bool fused_product(const Tensor& out, const Tensor& a_in, const Tensor& b_in, Fused fused) {
+  Tensor a = a_in, b = b_in;
   cuda::GemmProblem p = matrix_problem(out, a, b);
   p.a.data = a.data_ptr();
   p.b.data = b.data_ptr();
   p.out = out.data_ptr();
-  return p;
+  bool ran = false;
+  run("matmul", out.device(), [&] { ran = fused(p, out.device().index); });
+  return ran;
 }
 
 // cuBLASLt's bias-gradient epilogue (cuda::gemm_with_row_sums).
-bool gemm_row_sums_cuda(const Tensor& out, const Tensor& row_sums, const Tensor& a_in, const Tensor& b_in) {
-  Tensor a = a_in, b = b_in;
-  const cuda::GemmProblem p = single_problem(out, a, b);
-  bool fused = false;
-  run("matmul", out.device(), [&] { fused = cuda::gemm_with_row_sums(p, row_sums.data_ptr(), out.device().index); });
-  return fused;
+bool gemm_row_sums_cuda(const Tensor& out, const Tensor& row_sums, const Tensor& a, const Tensor& b) {
+  return fused_product(out, a, b, [&](const cuda::GemmProblem& p, int device) {
+    return cuda::gemm_with_row_sums(p, row_sums.data_ptr(), device);
+  });
 }
 
 // cuBLASLt's GELU_AUX_BIAS epilogue (cuda::gemm_bias_gelu).
-bool gemm_bias_gelu_cuda(const Tensor& out, const Tensor& pre, const Tensor& a_in, const Tensor& b_in,
-                         const Tensor& bias) {
-  Tensor a = a_in, b = b_in;
-  cuda::GemmProblem p = single_problem(out, a, b);
-  p.bias = bias.data_ptr();
-  bool fused = false;
-  run("matmul", out.device(), [&] { fused = cuda::gemm_bias_gelu(p, pre.data_ptr(), out.device().index); });
-  return fused;
+bool gemm_bias_gelu_cuda(const Tensor& out, const Tensor& pre, const Tensor& a, const Tensor& b, const Tensor& bias) {
+  return fused_product(out, a, b, [&](cuda::GemmProblem p, int device) {
+    p.bias = bias.data_ptr();
+    return cuda::gemm_bias_gelu(p, pre.data_ptr(), device);
+  });
 }
 
 // cuBLASLt's DGELU epilogue (cuda::gemm_gelu_grad).
-bool gemm_gelu_grad_cuda(const Tensor& out, const Tensor& a_in, const Tensor& b_in, const Tensor& pre) {
-  Tensor a = a_in, b = b_in;
-  const cuda::GemmProblem p = single_problem(out, a, b);
-  bool fused = false;
-  run("matmul", out.device(), [&] { fused = cuda::gemm_gelu_grad(p, pre.data_ptr(), out.device().index); });
-  return fused;
+bool gemm_gelu_grad_cuda(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& pre) {
+  return fused_product(out, a, b, [&](const cuda::GemmProblem& p, int device) {
+    return cuda::gemm_gelu_grad(p, pre.data_ptr(), device);
+  });
 }
 
 const bool registered = [] {
