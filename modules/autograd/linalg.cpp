@@ -129,10 +129,6 @@ Tensor baddbmm(const Tensor& input, const Tensor& batch1, const Tensor& batch2, 
                  {.bias = input, .beta = beta.to<double>(), .alpha = alpha.to<double>(), .op = "baddbmm"});
 }
 
-// y = x @ weight^T + bias. Backward: dx = g @ weight, dweight = g^T @ x over all rows of
-// x (one (out, rows) @ (rows, in) product), dbias = g summed to bias's shape. Outside
-// create_graph, dweight and dbias come from one pass where the device fuses them
-// (kernels::matmul_and_row_sums: dbias is the row sums of g^T).
 namespace {
 
 // A linear layer's parameter gradients from its output gradient g (*, out) and input x
@@ -157,6 +153,8 @@ std::pair<Tensor, Tensor> linear_parameter_grads(const Tensor& g, const Tensor& 
 
 }  // namespace
 
+// y = x @ weight^T + bias. Backward: dx = g @ weight, and dweight, dbias from
+// linear_parameter_grads.
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   if (const AutocastRegion cast(CastPolicy::kLowerPrecision, x); cast) return linear(cast(x), cast(weight), cast(bias));
   if (weight.dim() != 2 || x.dim() == 0 || x.shape().back() != weight.shape()[1])
