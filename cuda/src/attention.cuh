@@ -18,6 +18,7 @@
 #include "check.cuh"
 #include "infini/cuda/attention.h"
 #include "infini/math/philox.h"
+#include "launch.cuh"
 #include "warp_shuffle.cuh"
 
 namespace infini::cuda::detail {
@@ -123,14 +124,11 @@ __device__ void load_tile(T* tile, int pitch, const T* src, std::int64_t row0, i
 // Makes `kernel` accept `bytes` of dynamic shared memory, or throws naming the dims.
 template <class Kernel>
 void allow_shared_memory(Kernel kernel, std::size_t bytes, const AttentionProblem& p, const char* op) {
-  int device = 0, limit = 0;
-  check(cudaGetDevice(&device), op);
-  check(cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device), op);
-  if (bytes > static_cast<std::size_t>(limit))
+  if (!allow_dynamic_shared_memory(reinterpret_cast<const void*>(kernel), bytes, op))
     throw CudaError(std::string(op) + ": head dims D = " + std::to_string(p.head_dim) +
                     ", Dv = " + std::to_string(p.value_dim) + " need " + std::to_string(bytes) +
-                    " bytes of shared memory per block; this GPU has " + std::to_string(limit));
-  check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)), op);
+                    " bytes of shared memory per block; this GPU has " +
+                    std::to_string(dynamic_shared_memory_limit(op)));
 }
 
 // Calls f(T{}) with T float or double, the element type of the problem.

@@ -4,7 +4,9 @@
 // the log-sum-exp is kept in float64 for float32 logits too (exp of each shifted logit in
 // float32, their sum in float64), and the float32 backward takes exp(x - s) * exp(s - lse)
 // with s = lse rounded to float32. bfloat16/float16 logits are read as they are and
-// computed in float32, their loss float32: the bits of casting them to float32 first.
+// computed in float32, their loss float32: the values of casting them to float32 first, up
+// to the order of the float64 sum (a thread's columns follow the packs, whose width depends
+// on the dtype and on the row's alignment).
 #include <cub/block/block_reduce.cuh>
 
 #include <algorithm>

@@ -152,12 +152,13 @@ cublasLtEpilogue_t cublas_epilogue(Epilogue e) {
 // The descriptors and the algorithm of one kind of product: every call with the same types,
 // shapes, leading dims, batch strides and alignments runs the same plan. Looking the
 // algorithm up costs up to a millisecond of host time for some shapes, so plans are kept
-// for the life of the process (all of them dropped if there are ever more than kMaxPlans).
+// for the life of the process (all of them dropped if there are ever more than kMaxPlans;
+// a call still running one keeps it alive).
 struct Plan {
   Descriptors d;
   cublasLtMatmulHeuristicResult_t heuristic{};
-  bool has_epilogue = false;  // the algorithm runs the key's epilogue (its pointers set per call)
-  std::mutex pointer_mutex;   // held from setting those pointers to the call that reads them
+  std::mutex pointer_mutex;   // an epilogue's plan: held from setting its pointers to the call
+  bool has_epilogue = false;  // the algorithm runs the key's epilogue; read and cleared under pointer_mutex
 };
 
 struct PlanKey {
@@ -167,6 +168,8 @@ struct PlanKey {
   Epilogue epilogue;
   std::int64_t m, n, k, lda, ldb, a_stride, b_stride, batch;
   std::uint32_t a_alignment, b_alignment, out_alignment;
+  // The heuristic takes the epilogue's pointers' alignment from their values (0: not used).
+  std::uint32_t vector_alignment, aux_alignment;
   auto operator<=>(const PlanKey&) const = default;
 };
 
@@ -176,10 +179,13 @@ constexpr std::size_t kMaxPlans = 4096;
 // stores); the plan must also have the epilogue.
 bool epilogue_aligned(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
 
-PlanKey key_of(const GemmProblem& p, std::int64_t batch, std::int64_t item, int device, Epilogue epilogue) {
+PlanKey key_of(const GemmProblem& p, std::int64_t batch, std::int64_t item, int device, Epilogue epilogue,
+               const EpilogueData& data) {
+  const auto alignment_of = [](const void* v) { return v == nullptr ? 0 : alignment(v, 0, 1); };
   return {device, p.type, p.allow_tf32, p.a.col_major, p.b.col_major, epilogue, p.m, p.n, p.k, p.a.ld, p.b.ld,
           p.a.batch_stride, p.b.batch_stride, batch, alignment(p.a.data, p.a.batch_stride * item, batch),
-          alignment(p.b.data, p.b.batch_stride * item, batch), alignment(p.out, p.m * p.n * item, batch)};
+          alignment(p.b.data, p.b.batch_stride * item, batch), alignment(p.out, p.m * p.n * item, batch),
+          alignment_of(data.vector), alignment_of(data.aux)};
 }
 
 // Points the epilogue at its vector and aux matrix (the aux with out's leading dim, n).
@@ -198,12 +204,12 @@ void set_epilogue_pointers(const Descriptors& d, const GemmProblem& p, Epilogue 
   }
 }
 
-std::unique_ptr<Plan> make_plan(const LtContext& lt, const GemmProblem& p, const PlanKey& key,
+std::shared_ptr<Plan> make_plan(const LtContext& lt, const GemmProblem& p, const PlanKey& key,
                                 const EpilogueData& data) {
   const Types t = types_of(p);
   const cudaDataType_t data_type = t.data;
   const auto count = static_cast<std::int32_t>(key.batch);
-  auto plan = std::make_unique<Plan>();
+  auto plan = std::make_shared<Plan>();
   Descriptors& d = plan->d;
   check_status(cublasLtMatmulDescCreate(&d.op, t.compute, t.scale), "cublasLtMatmulDescCreate");
   // cuBLAS's A is b: row-major b (k, n) is column-major (n, k) as it stands, a column-major
@@ -242,29 +248,24 @@ std::unique_ptr<Plan> make_plan(const LtContext& lt, const GemmProblem& p, const
 
   // The heuristic's first choice: a fixed function of the problem and the GPU, with a
   // fixed-order reduction (above), so results are reproducible. With an epilogue, the first
-  // choice among the algorithms that have it, its vector and aux matrix of the output's type:
-  // - a bias, one per row of cuBLAS's column-major D = out^T, so one per column of out; if
-  //   no algorithm has the epilogue, a plan without it;
-  // - row sums of a, one per column of D (row of out), summed over k in float32;
-  // - a bias and GELU (tanh approximation), the float32 sum before GELU written to the aux
-  //   matrix; or GELU's derivative at the aux matrix times the float32 product;
-  // for these three, if no algorithm has the epilogue, a plan without an algorithm (never run).
+  // choice among the algorithms that have it, its vector and aux matrix of the output's type
+  // (cuBLASLt's defaults for BIAS_DATA_TYPE and EPILOGUE_AUX_DATA_TYPE):
+  // - a bias, one per row of cuBLAS's column-major D = out^T, so one per column of out;
+  // - row sums of a, one per column of D (row of out);
+  // - a bias and GELU (tanh approximation), the sum before GELU written to the aux matrix;
+  //   or GELU's derivative at the aux matrix times the product;
+  // if no algorithm has the epilogue, a plan without an algorithm (never run: the caller
+  // composes the epilogue from other kernels).
   int found = 0;
   if (key.epilogue != Epilogue::None) {
     const cublasLtEpilogue_t epilogue = cublas_epilogue(key.epilogue);
     check_status(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)),
                  "cublasLtMatmulDescSetAttribute(EPILOGUE)");
     set_epilogue_pointers(d, p, key.epilogue, data);
-    if (cublasLtMatmulAlgoGetHeuristic(lt.handle, d.op, d.a, d.b, d.out, d.out, d.preference, 1, &plan->heuristic,
-                                       &found) == CUBLAS_STATUS_SUCCESS &&
-        found > 0) {
-      plan->has_epilogue = true;
-      return plan;
-    }
-    if (key.epilogue != Epilogue::Bias) return plan;
-    const cublasLtEpilogue_t none = CUBLASLT_EPILOGUE_DEFAULT;
-    check_status(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &none, sizeof(none)),
-                 "cublasLtMatmulDescSetAttribute(EPILOGUE)");
+    plan->has_epilogue = cublasLtMatmulAlgoGetHeuristic(lt.handle, d.op, d.a, d.b, d.out, d.out, d.preference, 1,
+                                                        &plan->heuristic, &found) == CUBLAS_STATUS_SUCCESS &&
+                         found > 0;
+    return plan;
   }
   check_status(cublasLtMatmulAlgoGetHeuristic(lt.handle, d.op, d.a, d.b, d.out, d.out, d.preference, 1,
                                               &plan->heuristic, &found),
@@ -276,20 +277,20 @@ std::unique_ptr<Plan> make_plan(const LtContext& lt, const GemmProblem& p, const
 }
 
 // The plan of a product, made on first use.
-Plan& plan_for(const LtContext& lt, const GemmProblem& p, std::int64_t batch, int device, Epilogue epilogue,
-               const EpilogueData& data) {
+std::shared_ptr<Plan> plan_for(const LtContext& lt, const GemmProblem& p, std::int64_t batch, int device,
+                               Epilogue epilogue, const EpilogueData& data) {
   static std::mutex mutex;
-  static auto* plans = new std::map<PlanKey, std::unique_ptr<Plan>>();  // never destroyed: see context()
-  const PlanKey key = key_of(p, batch, types_of(p).item, device, epilogue);
+  static auto* plans = new std::map<PlanKey, std::shared_ptr<Plan>>();  // never destroyed: see context()
+  const PlanKey key = key_of(p, batch, types_of(p).item, device, epilogue, data);
   std::lock_guard lock(mutex);
-  if (auto it = plans->find(key); it != plans->end()) return *it->second;
+  if (auto it = plans->find(key); it != plans->end()) return it->second;
   if (plans->size() >= kMaxPlans) plans->clear();
   const auto start = std::chrono::steady_clock::now();
-  std::unique_ptr<Plan> plan = make_plan(lt, p, key, data);
+  std::shared_ptr<Plan> plan = make_plan(lt, p, key, data);
   if (detail::profiling_ops())
     detail::profile_host("matmul plan",
                          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
-  return *plans->emplace(key, std::move(plan)).first->second;
+  return plans->emplace(key, std::move(plan)).first->second;
 }
 
 // out[r, c] = bias[c] for the rows x n elements of out (of T): the bias written first, for
@@ -315,23 +316,23 @@ void write_bias_rows(const GemmProblem& p) {
 bool lt_matmul(const LtContext& lt, const GemmProblem& p, std::int64_t batch, int device, Epilogue epilogue,
                const EpilogueData& data) {
   const bool f64 = p.type == ElementType::F64;
-  Plan& plan = plan_for(lt, p, batch, device, epilogue, data);
-  if (epilogue != Epilogue::None && !plan.has_epilogue) return false;
-  const Descriptors& d = plan.d;
+  const std::shared_ptr<Plan> plan = plan_for(lt, p, batch, device, epilogue, data);
+  const Descriptors& d = plan->d;
   const float alpha32 = static_cast<float>(p.alpha), beta32 = static_cast<float>(p.beta);
   const void* alpha = f64 ? static_cast<const void*>(&p.alpha) : &alpha32;
   const void* beta = f64 ? static_cast<const void*>(&p.beta) : &beta32;
   std::unique_lock<std::mutex> pointer_lock;
-  if (plan.has_epilogue) {
-    pointer_lock = std::unique_lock(plan.pointer_mutex);
+  if (epilogue != Epilogue::None) {
+    pointer_lock = std::unique_lock(plan->pointer_mutex);
+    if (!plan->has_epilogue) return false;
     set_epilogue_pointers(d, p, epilogue, data);
   }
   // beta == 0: cuBLASLt does not read C, so old values (NaN included) do not leak.
   const cublasStatus_t status = cublasLtMatmul(lt.handle, d.op, alpha, p.b.data, d.a, p.a.data, d.b, beta, p.out,
-                                               d.out, p.out, d.out, &plan.heuristic.algo, lt.workspace,
+                                               d.out, p.out, d.out, &plan->heuristic.algo, lt.workspace,
                                                kWorkspaceBytes, detail::stream());
-  if (status != CUBLAS_STATUS_SUCCESS && plan.has_epilogue) {
-    plan.has_epilogue = false;
+  if (status != CUBLAS_STATUS_SUCCESS && epilogue != Epilogue::None) {
+    plan->has_epilogue = false;
     return false;
   }
   check_status(status, "cublasLtMatmul");

@@ -3,6 +3,7 @@
 
 #include <cuda_runtime.h>
 
+#include <cstddef>
 #include <initializer_list>
 #include <string>
 
@@ -28,6 +29,14 @@ void profile_mark(const char* op, std::initializer_list<long long> variant);
 void profile_host(const char* what, double ms);
 // Reads back the profile's pending events (called by synchronize).
 void profile_resolve();
+
+// The most dynamic shared memory a block may have on the current device (read once per device).
+std::size_t dynamic_shared_memory_limit(const char* op);
+
+// Lets `kernel` launch with `bytes` of dynamic shared memory on the current device; false, with
+// nothing changed, when that is over the device's limit. The attribute is set once per kernel,
+// device and size, so repeated launches make no driver call.
+bool allow_dynamic_shared_memory(const void* kernel, std::size_t bytes, const char* op);
 
 // Call after an op's launches: a launch error (bad configuration, too much shared memory)
 // is reported now, naming `op`; in INFINI_CUDA_SYNC mode so is an error while running.

@@ -216,14 +216,6 @@ std::int64_t chunks_of(std::int64_t rows) { return (rows + kChunkRows - 1) / kCh
 
 unsigned grid_of(std::int64_t blocks) { return static_cast<unsigned>(std::min<std::int64_t>(blocks, 0x7fffffff)); }
 
-// The most dynamic shared memory a block of the current device may have.
-std::size_t shared_memory_limit(const char* op) {
-  int device = 0, limit = 0;
-  detail::check(cudaGetDevice(&device), op);
-  detail::check(cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device), op);
-  return static_cast<std::size_t>(limit);
-}
-
 }  // namespace
 
 void layer_norm_forward(void* y, ElementType y_type, void* mean, void* rstd, const LayerNormRows& p, double eps,
@@ -268,10 +260,8 @@ void layer_norm_backward(void* dx, void* dweight, void* dbias, const void* dy, E
     const std::int64_t chunks = chunks_of(p.rows);
     auto* partial = static_cast<T*>(scratch);
     const std::size_t shared = fused_shared_bytes<T>(p.cols);
-    if (chunks > 0 && shared <= shared_memory_limit(op)) {
-      detail::check(cudaFuncSetAttribute(backward_fused_kernel<T, G>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         static_cast<int>(shared)),
-                    op);
+    if (chunks > 0 &&
+        detail::allow_dynamic_shared_memory(reinterpret_cast<const void*>(backward_fused_kernel<T, G>), shared, op)) {
       backward_fused_kernel<T, G><<<grid_of(chunks), kRowsPerBlock * 32, shared, detail::stream()>>>(
           out, partial, g, add, x, m, r, w, p.rows, p.cols);
     } else if (chunks > 0) {

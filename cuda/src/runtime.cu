@@ -1,6 +1,9 @@
-// Device discovery, raw device memory and synchronous copies.
+// Device discovery, raw device memory, synchronous copies and kernels' shared-memory limits.
 #include <cstdlib>
+#include <map>
+#include <mutex>
 #include <string>
+#include <utility>
 
 #include "check.cuh"
 #include "launch.cuh"
@@ -82,6 +85,43 @@ bool sync_after_each_op() {
     return value != nullptr && std::string(value) == "1";
   }();
   return sync;
+}
+
+namespace {
+
+std::mutex shared_memory_mutex;
+std::map<int, std::size_t> shared_memory_limits;                         // device -> bytes
+std::map<std::pair<const void*, int>, std::size_t> shared_memory_allowed;  // (kernel, device) -> bytes
+
+// The device's limit; shared_memory_mutex held.
+std::size_t limit_of(int device, const char* op) {
+  const auto found = shared_memory_limits.find(device);
+  if (found != shared_memory_limits.end()) return found->second;
+  int limit = 0;
+  check(cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device), op);
+  return shared_memory_limits[device] = static_cast<std::size_t>(limit);
+}
+
+}  // namespace
+
+std::size_t dynamic_shared_memory_limit(const char* op) {
+  int device = 0;
+  check(cudaGetDevice(&device), op);
+  const std::lock_guard lock(shared_memory_mutex);
+  return limit_of(device, op);
+}
+
+bool allow_dynamic_shared_memory(const void* kernel, std::size_t bytes, const char* op) {
+  int device = 0;
+  check(cudaGetDevice(&device), op);
+  const std::lock_guard lock(shared_memory_mutex);
+  if (bytes > limit_of(device, op)) return false;
+  std::size_t& allowed = shared_memory_allowed[{kernel, device}];
+  if (bytes > allowed) {
+    check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)), op);
+    allowed = bytes;
+  }
+  return true;
 }
 
 }  // namespace infini::cuda::detail

@@ -59,6 +59,14 @@ LayerNormGrads layer_norm_backward(const Tensor& dy, const Tensor& x, const Tens
   for (const Tensor* g : {&dy, &dx_add})
     if (g->defined() && g->shape() != x.shape())
       throw ShapeError(kOp, concat("gradient of shape ", g->shape(), " for an input of shape ", x.shape()));
+  for (const Tensor* s : {&mean, &rstd}) {
+    if (s->shape() != Shape{x.shape()[0]} || s->dtype() != x.dtype())
+      throw ShapeError(kOp, concat("expected mean and rstd of ", x.dtype(), " [", x.shape()[0], "], got ", s->dtype(),
+                                   " ", s->shape()));
+  }
+  for (const Tensor* t : {&dy, &dx_add, &mean, &rstd})
+    if (t->defined() && t->device() != x.device())
+      throw DeviceError(kOp, concat("input on ", x.device(), " but a gradient or statistic on ", t->device()));
   const std::int64_t c = x.shape()[1];
   const TensorOptions options{.dtype = x.dtype(), .device = x.device()};
   LayerNormGrads g{empty(x.shape(), options), need_weight ? empty({c}, options) : Tensor(),

@@ -68,6 +68,10 @@ TEST(AttentionCuda, TensorCoreKernelsMatchFloat64OnTheSameRoundedInputs) {
       {1, 3, 1, 65, 65, 32, true},     // one key/value head for three query heads
       {2, 1, 1, 3, 200, 16, false},    // a few queries over many keys
       {1, 2, 2, 130, 40, 64, true},    // causal with fewer keys than queries
+      // Equal lengths: the gradients land in one (B, T, H + 2 Hkv, D) buffer.
+      {1, 4, 2, 80, 80, 128, true},  // the widest heads, grouped-query
+      {2, 2, 2, 70, 70, 128, false},
+      {1, 2, 1, 33, 33, 16, false},  // the narrowest heads
   };
   std::uint64_t seed = 1;
   for (const Problem& p : problems)

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "op_info.h"
@@ -265,6 +266,35 @@ TEST(PaddedCrossEntropyCuda, MatchesTheCpuAtVocabularyWidth) {
       worst = std::max(worst, std::abs(gpu_grad[i * Vp + k] - cpu_grad[i * Vp + k]));
     }
   EXPECT_LT(worst, 1e-4);  // a few bfloat16 units of the largest gradients (about 1 / N)
+}
+
+// Rows read in 16-byte packs (contiguous logits) and element by element (rows of an odd
+// stride, starting one element in): both against the CPU, in every floating dtype, with
+// enough classes for many packs per thread.
+TEST(CrossEntropyCuda, PackedAndUnalignedRowsMatchTheCpu) {
+  if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";
+  constexpr std::int64_t N = 5, C = 1000;
+  const Tensor target = from_vector(std::vector<std::int64_t>{3, 999, -100, 0, 512});
+  for (const DataType dtype : {kFloat64, kFloat32, kFloat16, kBFloat16})
+    for (const bool aligned : {true, false}) {
+      const std::string what = concat(dtype, aligned ? " contiguous" : " rows of stride 1003 from offset 1");
+      const Tensor wide = mul(sample({N, C + 3}, -4, 4, 61), 2.0).to(dtype);
+      auto run = [&](Device device) {
+        const Tensor leaf = (aligned ? wide.narrow(1, 1, C).contiguous() : wide).to(device).detach().requires_grad_();
+        const Tensor logits = aligned ? leaf : leaf.narrow(1, 1, C);
+        const Tensor loss = cross_entropy(logits, target.to(device));
+        loss.backward();
+        return std::pair{loss.to(Device::cpu()).to(kFloat64).item<double>(), values(leaf.grad())};
+      };
+      const auto [cpu_loss, cpu_grad] = run(Device::cpu());
+      const auto [gpu_loss, gpu_grad] = run(Device::cuda(0));
+      const double unit = dtype == kFloat64 ? 1e-14 : dtype == kFloat32 ? 1e-6 : dtype == kFloat16 ? 1e-3 : 8e-3;
+      EXPECT_NEAR(gpu_loss, cpu_loss, 4 * unit * std::abs(cpu_loss)) << what;
+      ASSERT_EQ(gpu_grad.size(), cpu_grad.size()) << what;
+      double worst = 0;
+      for (std::size_t i = 0; i < gpu_grad.size(); ++i) worst = std::max(worst, std::abs(gpu_grad[i] - cpu_grad[i]));
+      EXPECT_LE(worst, unit) << what;  // gradients of at most 1 / 4 (the mean over 4 rows)
+    }
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <iostream>
 #include <numbers>
 #include <string>
 #include <vector>
@@ -187,6 +188,8 @@ double unit(DataType dtype) {
 // and gelu(pre) with GELU's tanh form, and (a @ b) gelu'(pre). The bounds leave room for a
 // hardware tanh (relative error about 5e-4) in GELU and its slope; the parity suite holds
 // float32 to the CPU's GELU more tightly. GPT-2's c_fc shape (4096 rows) and a small one.
+// bfloat16 must have both epilogues (GPT-2's autocast runs them); NVIDIA promises no float16
+// or float32 forms, whose absence is reported and skipped.
 TEST(GeluEpiloguesCuda, MatchFloat64LoopsAndRepeatBitwise) {
   if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";
   const Device gpu = Device::cuda(0);
@@ -202,13 +205,20 @@ TEST(GeluEpiloguesCuda, MatchFloat64LoopsAndRepeatBitwise) {
       const Tensor a_gpu = a.to(gpu), b_gpu = b.to(gpu), bias_gpu = bias.to(gpu), pre_gpu = pre.to(gpu);
       const auto forward = kernels::matmul_bias_gelu(a_gpu, b_gpu, bias_gpu);
       const auto backward = kernels::matmul_gelu_grad(a_gpu, b_gpu, pre_gpu);
-      EXPECT_TRUE(forward.has_value()) << what << ": cuBLASLt gave no GELU_AUX_BIAS epilogue";
-      EXPECT_TRUE(backward.has_value()) << what << ": cuBLASLt gave no DGELU epilogue";
-      if (!forward || !backward) continue;
-      EXPECT_EQ(values(kernels::matmul_bias_gelu(a_gpu, b_gpu, bias_gpu)->activation), values(forward->activation))
-          << what << ": two runs differ";
-      EXPECT_EQ(values(*kernels::matmul_gelu_grad(a_gpu, b_gpu, pre_gpu)), values(*backward))
-          << what << ": two runs differ";
+      if (dtype == kBFloat16) {
+        EXPECT_TRUE(forward.has_value()) << what << ": cuBLASLt gave no GELU_AUX_BIAS epilogue";
+        EXPECT_TRUE(backward.has_value()) << what << ": cuBLASLt gave no DGELU epilogue";
+      }
+      if (!forward || !backward) {
+        std::cout << what << ": no GELU epilogue (forward " << forward.has_value() << ", backward "
+                  << backward.has_value() << "); not checked\n";
+        continue;
+      }
+      const auto forward_again = kernels::matmul_bias_gelu(a_gpu, b_gpu, bias_gpu);
+      const auto backward_again = kernels::matmul_gelu_grad(a_gpu, b_gpu, pre_gpu);
+      ASSERT_TRUE(forward_again && backward_again) << what << ": a second call lost its epilogue";
+      EXPECT_EQ(values(forward_again->activation), values(forward->activation)) << what << ": two runs differ";
+      EXPECT_EQ(values(*backward_again), values(*backward)) << what << ": two runs differ";
 
       const std::vector<double> av = values(a), bv = values(b), biasv = values(bias), prev = values(pre);
       const std::vector<double> pre_got = values(forward->pre), act_got = values(forward->activation);
@@ -235,13 +245,26 @@ TEST(GeluEpiloguesCuda, MatchFloat64LoopsAndRepeatBitwise) {
 }
 
 // The node on the GPU (both epilogues in GPT-2's configuration) against the CPU in float64 on
-// the same rounded values, and repeatable bit for bit.
+// the same rounded values, and repeatable bit for bit. float32 leaves room for a hardware
+// tanh in the epilogues (as above). In bfloat16 the fused products must run on the operands
+// the node gives them (w1^T and dh^T as column-major views), or this would pass on the
+// composed fallback alone.
 TEST(DenseGeluDenseCuda, MatchesTheCpuAndRepeatsBitwise) {
   if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";
   const Device gpu = Device::cuda(0);
   const Tensor weights = sample({2, 5, 16}, -1, 1, 36);
   for (const DataType dtype : {kBFloat16, kFloat32}) {
     const Mlp rounded = leaves(dtype, true);
+    if (dtype == kBFloat16) {
+      const Tensor x2 = rounded.x.detach().to(gpu).reshape({-1, 16}), w1 = rounded.w1.detach().to(gpu);
+      const Tensor b1 = rounded.b1.detach().to(gpu), w2 = rounded.w2.detach().to(gpu);
+      const auto forward = kernels::matmul_bias_gelu(x2, w1.t(), b1);
+      ASSERT_TRUE(forward.has_value()) << "GELU_AUX_BIAS on x @ w1^T";
+      const Tensor g2 = weights.to(dtype).to(gpu).reshape({-1, 16});
+      const auto dh = kernels::matmul_gelu_grad(g2, w2, forward->pre);
+      ASSERT_TRUE(dh.has_value()) << "DGELU on g @ w2";
+      EXPECT_TRUE(kernels::matmul_and_row_sums(dh->transpose(0, 1), x2).has_value()) << "BGRADB on dh^T @ x";
+    }
     auto on = [&](DataType as, Device device) {
       Mlp m;
       Tensor* to[] = {&m.x, &m.w1, &m.b1, &m.w2, &m.b2};
@@ -250,7 +273,7 @@ TEST(DenseGeluDenseCuda, MatchesTheCpuAndRepeatsBitwise) {
       return run(m, true, GeluApproximation::Tanh, weights.to(as).to(device));
     };
     const TensorList want = on(kFloat64, Device::cpu()), got = on(dtype, gpu), again = on(dtype, gpu);
-    const double tolerance = dtype == kFloat32 ? 1e-5 : 3e-2;
+    const double tolerance = dtype == kFloat32 ? 2e-3 : 3e-2;
     for (std::size_t k = 0; k < want.size(); ++k) {
       const std::string what = concat(dtype, " output ", k);
       ASSERT_EQ(got[k].dtype(), dtype) << what;

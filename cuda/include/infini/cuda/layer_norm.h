@@ -29,7 +29,9 @@ std::int64_t layer_norm_backward_scratch(const LayerNormRows& rows);
 // read exactly) and the forward's mean and rstd, plus dx_add (rows, cols) of `type` where not
 // null (the sum rounded once, as a separate add gives: a residual's gradient); dweight and dbias
 // (cols, either may be null) are column sums over fixed chunks of rows, the chunks' sums
-// added in a fixed order (layer_norm.cu), so two runs give the same bits.
+// added in a fixed order (layer_norm.cu), so two runs give the same bits. Which of its two
+// paths sums a chunk depends on the rows fitting the GPU's shared memory, so near that limit
+// GPUs of other kinds may differ in the last bits.
 void layer_norm_backward(void* dx, void* dweight, void* dbias, const void* dy, ElementType dy_type, const void* dx_add,
                          const void* mean, const void* rstd, void* scratch, const LayerNormRows& rows, int device);
 

@@ -41,25 +41,26 @@ void gemm(const GemmProblem& problem, int device);
 
 // out = a @ b for a single product (batch 1, alpha 1, beta 0, no bias, k > 0) and row_sums[r]
 // = sum over k of a[r, k] (m elements of `type`, 16-byte aligned) in one cuBLASLt call, the
-// sums taken by its bias-gradient epilogue (BGRADB) in float32 and rounded once: linear's
-// weight gradient g^T @ x with its bias gradient, the column sums of g. False, nothing
-// computed, when the problem does not qualify or no algorithm has that epilogue.
-// Deterministic like gemm.
+// sums taken by its bias-gradient epilogue (BGRADB): linear's weight gradient g^T @ x with
+// its bias gradient, the column sums of g. False, nothing computed, when the problem does not
+// qualify or no algorithm has that epilogue. Deterministic like gemm. NVIDIA does not
+// document the epilogues' arithmetic; the CUDA tests bound these sums, and the GELU
+// epilogues below, as float32 math rounded once.
 bool gemm_with_row_sums(const GemmProblem& problem, void* row_sums, int device);
 
 // A single product with a bias (batch 1, alpha 1, beta 0, k > 0, bias 16-byte aligned) and
-// GELU in cuBLASLt's GELU_AUX_BIAS epilogue: pre = a @ b + bias and out = gelu(pre), GELU's
-// tanh approximation taken in float32 on the unrounded sum; pre is an (m, n) row-major
-// matrix of `type` like out, 16-byte aligned, n a multiple of 8 (cuBLASLt's aux rows). A
-// linear layer and its GELU in one pass, pre kept for the backward. False, nothing
-// computed, when the problem does not qualify, no algorithm has that epilogue, or the
-// environment sets INFINI_CUDA_GELU_EPILOGUE=0. Deterministic like gemm.
+// GELU in cuBLASLt's GELU_AUX_BIAS epilogue: pre = a @ b + bias and out = gelu(pre) (GELU's
+// tanh approximation); pre is an (m, n) row-major matrix of `type` like out, 16-byte
+// aligned, n a multiple of 8 (cuBLASLt's aux rows). A linear layer and its GELU in one
+// pass, pre kept for the backward. False, nothing computed, when the problem does not
+// qualify, no algorithm has that epilogue, or the environment sets
+// INFINI_CUDA_GELU_EPILOGUE=0. Deterministic like gemm.
 bool gemm_bias_gelu(const GemmProblem& problem, void* pre, int device);
 
 // out = (a @ b) * gelu'(pre) elementwise for a single product without a bias, with pre as in
-// gemm_bias_gelu: cuBLASLt's DGELU epilogue applies the derivative of GELU's tanh
-// approximation to the float32 product before its rounding (the input gradient of a GELU
-// whose output fed the next linear layer). False, nothing computed, as in gemm_bias_gelu.
+// gemm_bias_gelu: cuBLASLt's DGELU epilogue, the derivative of GELU's tanh approximation
+// (the input gradient of a GELU whose output fed the next linear layer). False, nothing
+// computed, as in gemm_bias_gelu.
 bool gemm_gelu_grad(const GemmProblem& problem, const void* pre, int device);
 
 // The SVD of `batch` contiguous row-major (m, n) matrices a of `type` (F32 or F64), k =
