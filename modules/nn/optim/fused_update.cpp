@@ -203,9 +203,9 @@ void bump_adam_versions(const AdamTensors& t, bool amsgrad) {
   if (amsgrad) t.max_exp_avg_sq.storage().bump_version();
 }
 
-// The update of one parameter; scalars.lr undefined: u's own scalars.
-void adam_update_one(const AdamTensors& t, const AdamUpdate& update, const AdamScalarTensors& scalars) {
-  const AdamUpdate u = checked_adam_update(t, update, scalars);
+// The update of one parameter, u from checked_adam_update; scalars.lr undefined: u's own
+// scalars.
+void apply_adam_one(const AdamTensors& t, const AdamUpdate& u, const AdamScalarTensors& scalars) {
   const Tensor g = t.grad.contiguous();
   write_param(t.param, [&](const Tensor& p) {
 #if INFINI_HAS_CUDA
@@ -227,7 +227,12 @@ void adam_update_one(const AdamTensors& t, const AdamUpdate& update, const AdamS
   bump_adam_versions(t, u.amsgrad);
 }
 
-// The multi-tensor update; lr undefined: host scalars, each parameter's step its own.
+void adam_update_one(const AdamTensors& t, const AdamUpdate& update, const AdamScalarTensors& scalars) {
+  apply_adam_one(t, checked_adam_update(t, update, scalars), scalars);
+}
+
+// The multi-tensor update; lr undefined: host scalars, each parameter's step its own. Every
+// parameter is checked before any is updated, so a bad one leaves them all unchanged.
 void adam_update_many(std::span<const AdamTensors> params, const AdamUpdate& update, const Tensor& lr,
                       const Tensor& grad_scale) {
 #if INFINI_HAS_CUDA
@@ -241,24 +246,31 @@ void adam_update_many(std::span<const AdamTensors> params, const AdamUpdate& upd
   };
   std::vector<Run> runs;
 #endif
+  auto scalars_of = [&](const AdamTensors& t) {
+    return AdamScalarTensors{.lr = lr, .step = lr.defined() ? t.device_step : Tensor(), .grad_scale = grad_scale};
+  };
+  std::vector<AdamUpdate> checked;
+  checked.reserve(params.size());
   for (const AdamTensors& t : params) {
     AdamUpdate u = update;
     u.step = t.step;
-    const AdamScalarTensors scalars{
-        .lr = lr, .step = lr.defined() ? t.device_step : Tensor(), .grad_scale = grad_scale};
+    checked.push_back(checked_adam_update(t, u, scalars_of(t)));
+  }
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const AdamTensors& t = params[i];
+    const AdamUpdate& u = checked[i];
 #if INFINI_HAS_CUDA
-    if (t.param.defined() && t.param.device().is_cuda() && t.param.is_contiguous() && t.grad.defined() &&
-        t.grad.is_contiguous()) {
-      u = checked_adam_update(t, u, scalars);
+    if (t.param.device().is_cuda() && t.param.is_contiguous() && t.grad.is_contiguous()) {
       auto run = std::find_if(runs.begin(), runs.end(),
                               [&](const Run& r) { return r.dtype == t.param.dtype() && r.device == t.param.device(); });
       if (run == runs.end()) run = runs.insert(runs.end(), Run{t.param.dtype(), t.param.device(), {}, {}});
-      run->entries.push_back(adam_entry(t.param, t.grad, t.exp_avg, t.exp_avg_sq, t.max_exp_avg_sq, u, scalars.step));
+      run->entries.push_back(
+          adam_entry(t.param, t.grad, t.exp_avg, t.exp_avg_sq, t.max_exp_avg_sq, u, scalars_of(t).step));
       run->params.push_back(&t);
       continue;
     }
 #endif
-    adam_update_one(t, u, scalars);
+    apply_adam_one(t, u, scalars_of(t));
   }
 #if INFINI_HAS_CUDA
   NoGradGuard no_grad;

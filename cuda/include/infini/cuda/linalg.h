@@ -48,13 +48,14 @@ void gemm(const GemmProblem& problem, int device);
 // epilogues below, as float32 math rounded once.
 bool gemm_with_row_sums(const GemmProblem& problem, void* row_sums, int device);
 
-// A single product with a bias (batch 1, alpha 1, beta 0, k > 0, bias 16-byte aligned) and
-// GELU in cuBLASLt's GELU_AUX_BIAS epilogue: pre = a @ b + bias and out = gelu(pre) (GELU's
-// tanh approximation); pre is an (m, n) row-major matrix of `type` like out, 16-byte
-// aligned, n a multiple of 8 (cuBLASLt's aux rows). A linear layer and its GELU in one
-// pass, pre kept for the backward. False, nothing computed, when the problem does not
-// qualify, no algorithm has that epilogue, or the environment sets
-// INFINI_CUDA_GELU_EPILOGUE=0. Deterministic like gemm.
+// A bfloat16 or float16 single product with a bias (batch 1, alpha 1, beta 0, k > 0, bias
+// 16-byte aligned) and GELU in cuBLASLt's GELU_AUX_BIAS epilogue: pre = a @ b + bias and
+// out = gelu(pre) (GELU's tanh approximation); pre is an (m, n) row-major matrix of `type`
+// like out, 16-byte aligned, n a multiple of 8 (cuBLASLt's aux rows). A linear layer and its
+// GELU in one pass, pre kept for the backward. False, nothing computed, when the problem
+// does not qualify (float32 among them: its GELU stays the accurate composed one), no
+// algorithm has that epilogue, or the environment sets INFINI_CUDA_GELU_EPILOGUE=0.
+// Deterministic like gemm.
 bool gemm_bias_gelu(const GemmProblem& problem, void* pre, int device);
 
 // out = (a @ b) * gelu'(pre) elementwise for a single product without a bias, with pre as in
