@@ -60,9 +60,10 @@ LayerNormGrads layer_norm_backward(const Tensor& dy, const Tensor& x, const Tens
     if (g->defined() && g->shape() != x.shape())
       throw ShapeError(kOp, concat("gradient of shape ", g->shape(), " for an input of shape ", x.shape()));
   for (const Tensor* s : {&mean, &rstd}) {
-    if (s->shape() != Shape{x.shape()[0]} || s->dtype() != x.dtype())
-      throw ShapeError(kOp, concat("expected mean and rstd of ", x.dtype(), " [", x.shape()[0], "], got ", s->dtype(),
-                                   " ", s->shape()));
+    if (s->shape() != Shape{x.shape()[0]})
+      throw ShapeError(kOp, concat("expected mean and rstd of shape [", x.shape()[0], "], got ", s->shape()));
+    if (s->dtype() != x.dtype())
+      throw DTypeError(kOp, concat("expected mean and rstd of ", x.dtype(), " like the input, got ", s->dtype()));
   }
   for (const Tensor* t : {&dy, &dx_add, &mean, &rstd})
     if (t->defined() && t->device() != x.device())

@@ -74,6 +74,12 @@ bool reads_widened(BinaryOp op, DataType compute, DataType t, DataType other) {
   return arithmetic && compute == kFloat32 && other == kFloat32 && (t == kFloat16 || t == kBFloat16);
 }
 
+void check_binary_operand_dtypes(BinaryOp op, DataType out, DataType a, DataType b) {
+  if (a == b || (out == kFloat32 && (reads_widened(op, out, a, b) || reads_widened(op, out, b, a)))) return;
+  throw DTypeError("binary", concat("operands of ", a, " and ", b, " into ", out,
+                                    " (expected one dtype, or float32 and a 16-bit float into float32)"));
+}
+
 namespace {
 
 // t as the kernel reads it when the other operand is of dtype `other`: as it is if the

@@ -95,6 +95,10 @@ void binary_(BinaryOp op, const Tensor& out, const Tensor& b);
 // Whether binary() and binary_() pass an operand of dtype t to the kernel as it is, to be
 // widened to the compute dtype as it is read (see BinaryKernel), when the other is `other`.
 bool reads_widened(BinaryOp op, DataType compute, DataType t, DataType other);
+// Throws a DTypeError from "binary" naming the three dtypes unless BinaryKernel takes
+// operands of dtypes a and b into out: one dtype, or the widened pair (every device's kernel
+// checks with it).
+void check_binary_operand_dtypes(BinaryOp op, DataType out, DataType a, DataType b);
 
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
 

@@ -141,19 +141,15 @@ template <class T, class U>
 void widened_typed(const Tensor& out, const Tensor& a, const Tensor& b, BinaryOp op) {
   if (op == BinaryOp::Add) return zip<float, T, U>(out, a, b, [](float x, float y) { return x + y; });
   if (op == BinaryOp::Sub) return zip<float, T, U>(out, a, b, [](float x, float y) { return x - y; });
-  zip<float, T, U>(out, a, b, [](float x, float y) { return x * y; });  // Mul: binary_widened admits no other op
+  zip<float, T, U>(out, a, b, [](float x, float y) { return x * y; });  // Mul: the only other op widened
 }
 
 void binary_widened(const Tensor& out, const Tensor& a, const Tensor& b, BinaryOp op) {
+  check_binary_operand_dtypes(op, out.dtype(), a.dtype(), b.dtype());
   const DataType x = a.dtype(), y = b.dtype();
-  if (out.dtype() == kFloat32 && (op == BinaryOp::Add || op == BinaryOp::Sub || op == BinaryOp::Mul)) {
-    if (x == kFloat32 && y == kBFloat16) return widened_typed<float, BFloat16>(out, a, b, op);
-    if (x == kFloat32 && y == kFloat16) return widened_typed<float, Half>(out, a, b, op);
-    if (x == kBFloat16 && y == kFloat32) return widened_typed<BFloat16, float>(out, a, b, op);
-    if (x == kFloat16 && y == kFloat32) return widened_typed<Half, float>(out, a, b, op);
-  }
-  throw DTypeError("binary", concat("operands of ", x, " and ", y, " into ", out.dtype(),
-                                    " (expected one dtype, or float32 and a 16-bit float into float32)"));
+  if (x == kFloat32)
+    return y == kBFloat16 ? widened_typed<float, BFloat16>(out, a, b, op) : widened_typed<float, Half>(out, a, b, op);
+  return x == kBFloat16 ? widened_typed<BFloat16, float>(out, a, b, op) : widened_typed<Half, float>(out, a, b, op);
 }
 
 void binary_cpu(const Tensor& out, const Tensor& a, const Tensor& b, BinaryOp op) {

@@ -40,9 +40,7 @@ void binary_cuda(const Tensor& out, const Tensor& a, const Tensor& b, BinaryOp o
   const cuda::ElementType type = element_type(a.dtype());
   if (!cuda::binary_supported(code, type))
     throw DTypeError("binary", concat("op ", static_cast<int>(op), " is not defined for ", a.dtype()));
-  if (a.dtype() != b.dtype() && !cuda::binary_widens(code, element_type(out.dtype()), type, element_type(b.dtype())))
-    throw DTypeError("binary", concat("operands of ", a.dtype(), " and ", b.dtype(), " into ", out.dtype(),
-                                      " (expected one dtype, or float32 and a 16-bit float into float32)"));
+  check_binary_operand_dtypes(op, out.dtype(), a.dtype(), b.dtype());
   // Integer floor_divide and pow report failed elements through one device int32.
   Tensor flag;
   std::int32_t* flag_ptr = nullptr;
