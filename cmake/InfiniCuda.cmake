@@ -1,7 +1,40 @@
-# INFINI_CUDA=AUTO|ON|OFF: find nvcc and enable the CUDA language for cuda/.
-# Sets INFINI_HAS_CUDA.
+# INFINI_CUDA=AUTO|ON|OFF: whether to enable the CUDA language for cuda/. Sets INFINI_HAS_CUDA.
+#   ON    build the CUDA backend; an error without nvcc (CI sets it: every .cu file compiles)
+#   AUTO  build it when nvcc is found and this machine has an NVIDIA GPU: a CPU-only machine
+#         with a CUDA toolkit installed does not pay for objects it cannot run (546 s of CPU
+#         time on the 2-core development machine)
+#   OFF   never
 set(INFINI_HAS_CUDA OFF)
-if(NOT INFINI_CUDA STREQUAL "OFF")
+
+# Whether an NVIDIA GPU is visible: the driver's per-GPU folders, or nvidia-smi's list.
+function(infini_gpu_present out_var)
+  file(GLOB gpus /proc/driver/nvidia/gpus/*)
+  if(NOT gpus)
+    find_program(INFINI_NVIDIA_SMI nvidia-smi)
+    if(INFINI_NVIDIA_SMI)
+      execute_process(COMMAND ${INFINI_NVIDIA_SMI} -L OUTPUT_VARIABLE gpus ERROR_QUIET RESULT_VARIABLE status)
+      if(NOT status EQUAL 0 OR NOT gpus MATCHES "GPU [0-9]")
+        set(gpus "")
+      endif()
+    endif()
+  endif()
+  if(gpus)
+    set(${out_var} ON PARENT_SCOPE)
+  else()
+    set(${out_var} OFF PARENT_SCOPE)
+  endif()
+endfunction()
+
+set(infini_want_cuda ${INFINI_CUDA})
+if(INFINI_CUDA STREQUAL "AUTO")
+  infini_gpu_present(infini_gpu)
+  if(NOT infini_gpu)
+    set(infini_want_cuda OFF)
+    message(STATUS "Infini CUDA backend: no NVIDIA GPU found (INFINI_CUDA=AUTO); -DINFINI_CUDA=ON builds it anyway")
+  endif()
+endif()
+
+if(NOT infini_want_cuda STREQUAL "OFF")
   if(NOT CMAKE_CUDA_COMPILER AND EXISTS /usr/local/cuda/bin/nvcc)
     set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)
   endif()
