@@ -25,7 +25,6 @@ module;
 #include <string_view>
 #include <vector>
 export module infini.parallel:pipeline_stage;
-import infini.nn;
 import :runtime;
 import :asio;
 

@@ -9,7 +9,7 @@ module;
 #include <coroutine>
 #include <cstdint>
 export module infini.parallel:tensor_messages;
-import infini.nn;
+import infini.tensor;
 import :runtime;
 import :process_group;
 import :work;

@@ -6,7 +6,7 @@ module;
 #include <cstdint>
 #include <memory>
 export module infini.parallel:tp_mappings;
-import infini.nn;
+import infini.tensor;
 import :process_group;
 
 export namespace infini::parallel {

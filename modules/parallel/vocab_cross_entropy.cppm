@@ -5,7 +5,7 @@
 module;
 #include <cstdint>
 export module infini.parallel:vocab_cross_entropy;
-import infini.nn;
+import infini.tensor;
 import :tp_mappings;
 
 export namespace infini::parallel {
