@@ -37,7 +37,7 @@ void train_small_model() {
     optimizer.step();
     (step == 0 ? first : last) = loss.item<double>();
   }
-  // The targets' variance is 31; a few dozen steps take the loss well below a tenth of the first.
+  // The targets' variance is 30 (1 + 4 + 9 + 16); 50 steps take the loss below a tenth of the first.
   check(std::isfinite(last) && last < 0.1 * first, "AdamW: loss after 50 steps < 0.1 x the first", last, 0.1 * first);
 }
 
