@@ -205,7 +205,7 @@ void bump_adam_versions(const AdamTensors& t, bool amsgrad) {
 
 // The update of one parameter, u from checked_adam_update; scalars.lr undefined: u's own
 // scalars.
-void apply_adam_one(const AdamTensors& t, const AdamUpdate& u, const AdamScalarTensors& scalars) {
+void apply_adam_one(const AdamTensors& t, const AdamUpdate& u, [[maybe_unused]] const AdamScalarTensors& scalars) {
   const Tensor g = t.grad.contiguous();
   write_param(t.param, [&](const Tensor& p) {
 #if INFINI_HAS_CUDA
