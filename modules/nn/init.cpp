@@ -215,6 +215,12 @@ Tensor normal_(const Tensor& tensor, double mean, double sd, Generator* generato
   return normal_impl(op_name("normal_"), tensor, mean, sd, generator);
 }
 
+// randn and rand reserve one counter per element (see PhiloxState).
+void skip_draws(std::int64_t numel, Generator* generator) {
+  if (numel < 0) throw Error(op_name("skip_draws"), concat("expects numel >= 0, got ", numel));
+  (generator ? *generator : default_generator()).reserve(static_cast<std::uint64_t>(numel));
+}
+
 Tensor trunc_normal_(const Tensor& tensor, double mean, double sd, double a, double b, Generator* generator) {
   const std::string op = op_name("trunc_normal_");
   check_floating(op, tensor);

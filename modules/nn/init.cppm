@@ -35,6 +35,9 @@ double calculate_gain(Nonlinearity nonlinearity, std::optional<double> param = {
 Tensor uniform_(const Tensor& tensor, double a = 0, double b = 1, Generator* generator = nullptr);
 // N(mean, std^2).
 Tensor normal_(const Tensor& tensor, double mean = 0, double std = 1, Generator* generator = nullptr);
+// Advances the generator past what normal_ (or uniform_) of `numel` elements draws, without
+// drawing: a model built in part keeps the whole model's values for the pieces it has.
+void skip_draws(std::int64_t numel, Generator* generator = nullptr);
 // N(mean, std^2) restricted to [a, b] (absolute bounds), by the inverse-CDF method in float64.
 Tensor trunc_normal_(const Tensor& tensor, double mean = 0, double std = 1, double a = -2, double b = 2,
                      Generator* generator = nullptr);

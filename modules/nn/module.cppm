@@ -31,6 +31,7 @@ export import :checkpoint;
 export import :kv_cache;
 export import :tensor_parallel;
 export import :llmc_layout;
+export import :model_part;
 export import :gpt2;
 export import :llama3;
 export import :state_entries;

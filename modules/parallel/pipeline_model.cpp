@@ -2,6 +2,7 @@
 module;
 #include <coroutine>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <numeric>
 #include <string>
@@ -32,6 +33,40 @@ std::vector<std::pair<int, int>> split_blocks(int blocks, int stages, const std:
     first += n[static_cast<std::size_t>(s)];
   }
   return ranges;
+}
+
+nn::ModelPart stage_part(const PipelineShape& shape, int rank, const std::vector<std::pair<int, int>>& blocks_of_virtual_stage) {
+  if (static_cast<int>(blocks_of_virtual_stage.size()) != shape.last_virtual_stage() + 1)
+    throw Error("stage_part", concat("expected block ranges for ", shape.last_virtual_stage() + 1, " virtual stages, got ",
+                                     blocks_of_virtual_stage.size()));
+  nn::ModelPart part{.embed = rank == 0, .head = rank == shape.last_virtual_stage() % shape.stages};
+  for (int c = 0; c < shape.virtual_stages; ++c) {
+    const auto [first, last] = blocks_of_virtual_stage[static_cast<std::size_t>(shape.virtual_stage(rank, c))];
+    for (int b = first; b < last; ++b) part.blocks.push_back(b);
+  }
+  return part;
+}
+
+Tensor pipeline_forward(ProcessGroup& group, const PipelineShape& shape, const PipelineModel& model,
+                        const std::vector<std::pair<int, int>>& blocks_of_virtual_stage, const Tensor& idx,
+                        const std::function<Tensor(const Tensor& x)>& last) {
+  constexpr int kTag = 1 << 30;  // + the receiving virtual stage; apart from ModelStage's tags
+  if (group.size() != shape.stages)
+    throw Error("pipeline_forward", concat("a pipeline of ", shape.stages, " stages needs a group of as many ranks, got ",
+                                           group.size()));
+  NoGradGuard no_grad;
+  const int rank = group.rank(), final_stage = shape.last_virtual_stage();
+  Tensor result;
+  for (int s = rank; s <= final_stage; s += shape.stages) {
+    Tensor x = s == 0 ? model.embed(idx) : TensorReceive(group, (s - 1) % shape.stages, kTag + s).wait();
+    const auto [first, end] = blocks_of_virtual_stage.at(static_cast<std::size_t>(s));
+    for (int b = first; b < end; ++b) x = (*model.blocks.at(static_cast<std::size_t>(b)))(x);
+    if (s == final_stage)
+      result = last(x);
+    else
+      send_tensor(group, x, (s + 1) % shape.stages, kTag + s + 1).wait();
+  }
+  return result;
 }
 
 ModelStage::ModelStage(std::shared_ptr<ProcessGroup> group, PipelineShape shape, const PipelineModel& model,

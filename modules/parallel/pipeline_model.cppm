@@ -26,7 +26,8 @@ export namespace infini::parallel {
 // A model as a pipeline sees it (GPT2 and LLaMA3 give theirs: embed, h, head and loss).
 struct PipelineModel {
   std::function<Tensor(const Tensor& idx)> embed;  // idx (B, T) -> x (B, T, C)
-  std::vector<std::shared_ptr<nn::Module>> blocks;  // x -> x
+  // x -> x, by index in the whole model (null for a block another rank holds)
+  std::vector<std::shared_ptr<nn::Module>> blocks;
   std::function<Tensor(const Tensor& x, const Tensor& targets)> head_loss;  // -> the mean loss
 };
 
@@ -34,6 +35,20 @@ struct PipelineModel {
 // block count), or balanced (the first blocks % n stages one more). Error for a stage with
 // none, or counts that do not fit.
 std::vector<std::pair<int, int>> split_blocks(int blocks, int stages, const std::vector<int>& counts = {});
+
+// What pipeline rank `rank` builds of a model whose blocks the virtual stages hold as
+// split_blocks gave them: the blocks of its virtual stages, the embedding on the rank of
+// virtual stage 0, the head on the rank of the last one.
+nn::ModelPart stage_part(const PipelineShape& shape, int rank, const std::vector<std::pair<int, int>>& blocks_of_virtual_stage);
+
+// idx (B, T) forward through the virtual stages of `group`'s pipeline, one after another and
+// without gradients (validation, generation): virtual stage 0 embeds it, each stage runs its
+// blocks (model.blocks, indexed in the whole model; only the rank's own are read), the last
+// applies `last` to its output. Returns that on the rank of the last virtual stage, an
+// undefined tensor elsewhere. Collective over the group; no schedule may be running.
+Tensor pipeline_forward(ProcessGroup& group, const PipelineShape& shape, const PipelineModel& model,
+                        const std::vector<std::pair<int, int>>& blocks_of_virtual_stage, const Tensor& idx,
+                        const std::function<Tensor(const Tensor& x)>& last);
 
 class ModelStage final : public PipelineStage {
  public:

@@ -2,6 +2,7 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -142,9 +143,9 @@ class Metrics {
 };
 
 std::string format(const char* fmt, auto... values) {
-  char buffer[512];
-  std::snprintf(buffer, sizeof buffer, fmt, values...);
-  return buffer;
+  std::string text(static_cast<std::size_t>(std::snprintf(nullptr, 0, fmt, values...)), '\0');
+  std::snprintf(text.data(), text.size() + 1, fmt, values...);
+  return text;
 }
 
 // The device the model trains on (prepare_run checked that it exists).
@@ -188,16 +189,20 @@ std::unique_ptr<optim::LRScheduler> make_schedule(optim::Optimizer& optimizer, c
   });
 }
 
-// Mean loss over `batches` micro-batches of the validation tokens, from their start, on the
-// model's `device`.
+// The --val_batches micro-batches of the validation tokens, from their start.
+std::vector<data::Example> validation_batches(TokenBatches& val, const TrainFlags& f) {
+  std::vector<data::Example> batches;
+  for (std::int64_t i = 0; i < f.val_batches; ++i) batches.push_back(val.sequences(i * f.batch_size, f.batch_size));
+  return batches;
+}
+
+// Their mean loss, on the model's `device`.
 double validation_loss(const LanguageModel& lm, TokenBatches& val, const TrainFlags& f, Device device) {
   NoGradGuard no_grad;
   const auto autocast = forward_precision(f);
   double total = 0;
-  for (std::int64_t i = 0; i < f.val_batches; ++i) {
-    const data::Example batch = val.sequences(i * f.batch_size, f.batch_size);
+  for (const data::Example& batch : validation_batches(val, f))
     total += lm.loss(lm.logits(batch.data.to(device)), batch.target.to(device)).item<double>();
-  }
   return total / static_cast<double>(f.val_batches);
 }
 
@@ -308,6 +313,22 @@ double rank_mean(const Ranks& ranks, double value) {
   return t.item<double>();
 }
 
+// `value` of every rank, in rank order (this one's alone without a launcher).
+std::vector<double> every_rank(const Ranks& ranks, double value) {
+  if (!ranks.world) return {value};
+  Tensor t = zeros({ranks.world->size()}, TensorOptions{.dtype = kFloat64});
+  t.data_ptr<double>()[ranks.rank] = value;
+  ranks.world->all_reduce(t).wait();
+  return {t.data_ptr<double>(), t.data_ptr<double>() + t.numel()};
+}
+
+// A JSON array of whole numbers.
+std::string json_integers(const std::vector<double>& values) {
+  std::string text = "[";
+  for (std::size_t i = 0; i < values.size(); ++i) text += (i ? ", " : "") + std::to_string(std::llround(values[i]));
+  return text + "]";
+}
+
 int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ranks) {
   const parallel::Layout& layout = ranks.layout;
   const std::string layout_name = layout.str() + (f.sequence_parallel == 1 ? " SP" : "");
@@ -324,12 +345,20 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
                                 " tensor-parallel ranks: it must be a multiple of ", layout.tp()));
   std::shared_ptr<parallel::TensorParallel> tp;
   if (layout.tp() > 1) tp = std::make_shared<parallel::TensorParallel>(ranks.groups.tp, f.sequence_parallel == 1);
-  const LanguageModel lm = make(tp);
+  // Under pipeline parallelism this rank builds only its stages' part of the model.
+  const bool pipelined = layout.pp() > 1;
+  std::vector<std::pair<int, int>> stage_blocks;  // the virtual stages' blocks [first, last)
+  const PartFor part_for = [&](std::int64_t num_blocks) {
+    if (!pipelined) return nn::ModelPart::whole(num_blocks);
+    stage_blocks = pipeline_blocks(layout, num_blocks, f.pipeline_blocks);
+    return parallel::stage_part({.stages = layout.pp(), .virtual_stages = layout.vpp()}, ranks.groups.coord.pp,
+                                stage_blocks);
+  };
+  const LanguageModel lm = make(tp, part_for);
   // Made on the CPU (the same initialisation on every device), then moved: parameter handles
   // (lm's embed / tied parameters) stay valid.
   const Device device = train_device(f);
   if (device.is_cuda()) lm.module->to(device);
-  const bool pipelined = layout.pp() > 1;
   if (T > lm.max_seq_len) throw Error("train", concat("--sequence_length ", T, " exceeds the model's ", lm.max_seq_len));
   const std::int64_t tokens_per_step = f.total_batch_size > 0 ? f.total_batch_size : B * T * dp;
   if (tokens_per_step % (B * T * dp) != 0)
@@ -358,7 +387,7 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
     ddp.emplace(lm.module, ranks.groups.dp, parallel::DDPOptions{.shard_gradients = zero});
   std::optional<PipelineRunner> pipeline;
   if (pipelined)
-    pipeline.emplace(lm, ranks.groups, layout, f.pp_schedule, static_cast<int>(micro_steps), f.pipeline_blocks);
+    pipeline.emplace(lm, ranks.groups, layout, tp, f.pp_schedule, static_cast<int>(micro_steps), stage_blocks);
   else if (!f.pipeline_blocks.empty())
     throw Error("train", "--pipeline_blocks splits the blocks between pipeline stages: it needs --pipeline_parallel > 1");
   auto optimizer = make_optimizer(params, zero ? &ddp->reducer() : nullptr, f);
@@ -382,16 +411,34 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
   const std::uint64_t data_seed = std::stoull(state.metadata.at("data_seed"));
   TokenBatches train_data(std::make_shared<llmc::TokenFile>(f.input_bin), T, f.shuffle != 0, data_seed);
   auto save = [&] {
-    if (pipeline && ranks.main_replica()) pipeline->share_weights();
     if (zero || ranks.main_replica()) io::save_checkpoint(state_dir(f.save, ranks, zero), state);
     if (!ranks.main_replica()) return;
-    lm.export_llmc(std::filesystem::path(f.save) / lm.llmc_name, ranks.main());
+    const std::filesystem::path llmc_path = std::filesystem::path(f.save) / lm.llmc_name;
+    if (pipeline) {  // the stages' parts gathered on rank 0
+      const nn::Named<Tensor> whole = pipeline->gather_parameters();
+      if (ranks.main()) lm.write_llmc(llmc_path, whole);
+    } else {
+      lm.export_llmc(llmc_path, ranks.main());
+    }
     if (!ranks.main()) return;
     std::printf("saved step %lld to %s\n", static_cast<long long>(state.step), f.save.c_str());
   };
 
-  std::int64_t num_params = 0;  // of the whole model
-  for (const Tensor& p : params) num_params += tp && tp->shard_spec(p).sharded() ? p.numel() * layout.tp() : p.numel();
+  // The whole model's parameters: every rank's part (the tied ones on the first stage),
+  // tensor-parallel shards times their ranks; and this rank's own.
+  std::int64_t num_params = 0, rank_params = 0;
+  for (const Tensor& p : params) {
+    rank_params += p.numel();
+    bool tied_copy = false;  // counted on the first stage
+    for (const Tensor& t : lm.tied_parameters) tied_copy = tied_copy || (ranks.groups.coord.pp != 0 && t.is_same(p));
+    if (!tied_copy) num_params += tp && tp->shard_spec(p).sharded() ? p.numel() * layout.tp() : p.numel();
+  }
+  if (pipelined) {
+    Tensor total = full({1}, static_cast<double>(num_params), TensorOptions{.dtype = kFloat64});
+    ranks.groups.pp->all_reduce(total).wait();
+    num_params = std::llround(total.item<double>());
+  }
+  const std::vector<double> rank_parameters = every_rank(ranks, static_cast<double>(rank_params));
   if (ranks.main())
     std::printf("%lld parameters | %s | %lld tokens per step = %lld micro-batches of %lld x %lld per rank | %s | %d threads%s\n",
                 static_cast<long long>(num_params), layout_name.c_str(), static_cast<long long>(tokens_per_step),
@@ -405,7 +452,8 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
   std::optional<CapturedStep> captured;  // --cuda_graph 1
   if (f.cuda_graph) captured.emplace(device);
   // The tokens fed to generation go to the model's device.
-  const CachedLogitsFn sample_logits = [&lm, &f, device](const Tensor& tokens, nn::KVCache& cache) {
+  const CachedLogitsFn sample_logits = [&lm, &f, &pipeline, device](const Tensor& tokens, nn::KVCache& cache) {
+    if (pipeline) return pipeline->logits(tokens);  // the whole window each time (no cache)
     const auto autocast = forward_precision(f);
     return lm.logits_cached(tokens.to(device), cache).to(kFloat32);
   };
@@ -476,7 +524,7 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
     // Clipping's scale is folded into AdamW's update (no pass over the grads of its own).
     const double norm = graphed_norm ? *graphed_norm
                         : zero       ? ddp->reducer().sharded_grad_norm()
-                        : pipeline   ? pipeline->grad_norm(params, tp.get())
+                        : pipeline   ? pipeline->grad_norm()
                         : tp         ? tp->grad_norm(params)
                                      : optim::total_grad_norm(params);
     const double lr = schedule->get_last_lr()[0];
@@ -518,11 +566,12 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
     const bool last = state.step == f.num_iteration;
     const bool validate = val_data && f.val_loss_every > 0 && (state.step % f.val_loss_every == 0 || last);
     const bool sample = f.sample_every > 0 && (state.step % f.sample_every == 0 || last);
-    // Validation and sampling run the whole model on every rank of the main replica.
-    if (pipeline && ranks.main_replica() && (validate || sample)) pipeline->share_weights();
+    // Validation and sampling run the whole model on every rank of the main replica (through
+    // the stages under pipeline parallelism).
     if (ranks.main_replica() && validate) {
       model.eval();
-      const double val_loss = validation_loss(lm, *val_data, f, device);
+      const double val_loss =
+          pipeline ? pipeline->loss(validation_batches(*val_data, f)) : validation_loss(lm, *val_data, f, device);
       if (ranks.main()) std::printf("step %lld | val loss %.4f\n", static_cast<long long>(step), val_loss);
       metrics.line(format("{\"step\": %lld, \"val_loss\": %.7f}", static_cast<long long>(step), val_loss));
     }
@@ -532,17 +581,24 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
       const std::int64_t eot = tokenizer && tokenizer->eot_token ? *tokenizer->eot_token : lm.vocab_size - 1;
       std::vector<std::int64_t> tokens = {eot};
       generate(tokens, f.text_length, sample_logits, lm.vocab_size, lm.max_seq_len, f.top_k, f.temperature,
-               sample_rng);
+               sample_rng, /*use_cache=*/!pipeline);
       if (ranks.main()) std::printf("---\n%s\n---\n", decode(tokenizer, {tokens.begin() + 1, tokens.end()}).c_str());
     }
     if (!f.save.empty() && ((f.save_interval > 0 && state.step % f.save_interval == 0) || last)) save();
   }
   const double mean_ms = timed_steps > 0 ? total_ms / static_cast<double>(timed_steps) : 0;
+  // Every rank's parameters and peak bytes (its part of the model under pipeline parallelism).
+  const std::vector<double> rank_peaks =
+      every_rank(ranks, static_cast<double>(memory_stats(device).peak_allocated_bytes));
   metrics.line(format("{\"summary\": {\"layout\": \"%s\", \"steps\": %lld, \"final_loss\": %.7f, \"mean_ms\": %.3f, "
-                      "\"tokens_per_s\": %.1f, \"peak_bytes\": %lld}}",
+                      "\"tokens_per_s\": %.1f, \"peak_bytes\": %lld, \"peak_bytes_max\": %lld, \"parameters\": %lld, "
+                      "\"rank_parameters\": %s, \"rank_peak_bytes\": %s}}",
                       layout_name.c_str(), static_cast<long long>(f.num_iteration), last_loss, mean_ms,
                       mean_ms > 0 ? static_cast<double>(tokens_per_step) / (mean_ms / 1000.0) : 0.0,
-                      static_cast<long long>(memory_stats(device).peak_allocated_bytes)));
+                      static_cast<long long>(memory_stats(device).peak_allocated_bytes),
+                      std::llround(*std::max_element(rank_peaks.begin(), rank_peaks.end())),
+                      static_cast<long long>(num_params), json_integers(rank_parameters).c_str(),
+                      json_integers(rank_peaks).c_str()));
   if (ranks.main())
     std::printf("done: %s, %lld steps, mean %.1f ms/step after the first\n", layout_name.c_str(),
                 static_cast<long long>(f.num_iteration), mean_ms);

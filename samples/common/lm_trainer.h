@@ -48,38 +48,55 @@ void add_train_flags(CLI::App& app, TrainFlags& flags);
 // Threads, the global seed (model initialisation draws from it), and flag checks.
 void prepare_run(const TrainFlags& flags);
 
-// What the loop needs of a model.
+// What the loop needs of a model (of this rank's part of it under pipeline parallelism).
 struct LanguageModel {
   std::shared_ptr<infini::nn::Module> module;
   std::int64_t vocab_size, max_seq_len;
-  std::function<infini::Tensor(const infini::Tensor& idx)> logits;  // (B, T) -> (B, T, Vp)
-  // (B, t) after the cache's positions -> (B, t, Vp), through the KV cache (text generation).
+  std::int64_t num_blocks;     // of the whole model
+  infini::nn::ModelPart part;  // what module holds of it
+  std::function<infini::Tensor(const infini::Tensor& idx)> logits;  // (B, T) -> (B, T, Vp); whole model
+  // (B, t) after the cache's positions -> (B, t, Vp), through the KV cache (text generation;
+  // whole model).
   std::function<infini::Tensor(const infini::Tensor& idx, infini::nn::KVCache& cache)> logits_cached;
   std::function<infini::Tensor(const infini::Tensor& logits, const infini::Tensor& targets)> loss;
-  // The pipeline's view: logits = head(blocks(embed(idx))); embed_parameters are the ones
-  // embed uses, tied_parameters those embed and head share (GPT-2's wte).
+  // The pipeline's view: logits = head(blocks(embed(idx))), embed on the part with the
+  // embedding, head on the part with the head; blocks are the part's (part.blocks[i] is
+  // blocks[i]). tied_parameters: those embed and head share (GPT-2's wte), kept equal on the
+  // first and last stage.
   std::function<infini::Tensor(const infini::Tensor& idx)> embed;
   std::vector<std::shared_ptr<infini::nn::Module>> blocks;
   std::function<infini::Tensor(const infini::Tensor& x)> head;
-  std::vector<infini::Tensor> embed_parameters, tied_parameters;
+  // head's logits with every vocabulary column on every tensor-parallel rank (generation).
+  std::function<infini::Tensor(const infini::Tensor& x)> whole_head;
+  std::vector<infini::Tensor> tied_parameters;
   // Gathers the whole model (every rank of a tensor-parallel group calls it) and, with
-  // `write`, writes it as an llm.c checkpoint.
+  // `write`, writes it as an llm.c checkpoint. Whole model only.
   std::function<void(const std::filesystem::path&, bool write)> export_llmc;
+  // Writes the whole model whose parameters `named` holds (every one, whole tensors, by
+  // name) as an llm.c checkpoint (the pipeline's export, after gathering the stages' parts).
+  std::function<void(const std::filesystem::path&, const infini::nn::Named<infini::Tensor>& named)> write_llmc;
   std::string llmc_name;  // its file name inside --save
 };
 
-// Makes the model: with the single-process layers when tp is null, else split by tp.
-using ModelFactory = std::function<LanguageModel(std::shared_ptr<infini::nn::TensorParallelLayers> tp)>;
+// The part of a model of `num_blocks` blocks this rank builds (the whole model, unless pipelined).
+using PartFor = std::function<infini::nn::ModelPart(std::int64_t num_blocks)>;
+// Makes the model: with the single-process layers when tp is null, else split by tp; the part
+// part_for says.
+using ModelFactory =
+    std::function<LanguageModel(std::shared_ptr<infini::nn::TensorParallelLayers> tp, const PartFor& part_for)>;
 
-// The loop's view of a model holder with config, forward, forward_cached and loss
-// (nn::GPT2, nn::LLaMA3); export_llmc writes it as llmc_name inside --save.
+// The loop's view of a model holder with config, part, forward, forward_cached, embed, head and
+// loss (nn::GPT2, nn::LLaMA3); export_llmc writes it as llmc_name inside --save, write_llmc a
+// whole model from named tensors.
 template <class Holder>
 LanguageModel language_model(Holder model, std::function<void(const std::filesystem::path&, bool)> export_llmc,
-                             std::string llmc_name, std::vector<infini::Tensor> embed_parameters,
-                             std::vector<infini::Tensor> tied_parameters) {
+                             std::function<void(const std::filesystem::path&, const infini::nn::Named<infini::Tensor>&)> write_llmc,
+                             std::string llmc_name, std::vector<infini::Tensor> tied_parameters) {
   return {.module = model.ptr(),
           .vocab_size = model->config.vocab_size,
           .max_seq_len = model->config.max_seq_len,
+          .num_blocks = model->config.num_layers,
+          .part = model->part,
           .logits = [model](const infini::Tensor& idx) { return model(idx); },
           .logits_cached = [model](const infini::Tensor& idx, infini::nn::KVCache& cache) {
             return model->forward_cached(idx, cache);
@@ -90,23 +107,47 @@ LanguageModel language_model(Holder model, std::function<void(const std::filesys
           .embed = [model](const infini::Tensor& idx) { return model->embed(idx); },
           .blocks = {model->h.begin(), model->h.end()},
           .head = [model](const infini::Tensor& x) { return model->head(x); },
-          .embed_parameters = std::move(embed_parameters),
+          .whole_head = [model](const infini::Tensor& x) { return model->tp->gather_vocab(model->head(x)); },
           .tied_parameters = std::move(tied_parameters),
           .export_llmc = std::move(export_llmc),
+          .write_llmc = std::move(write_llmc),
           .llmc_name = std::move(llmc_name)};
 }
 
-// `whole` built again with the layers of tp (drawing nothing from the default generator) and
-// loaded with this rank's shards of whole's weights: a split run starts from the
-// single-process weights.
+// Copies `named` (whole tensors by parameter name) into model's parameters: this rank's
+// shards of those model->tp splits. Error naming a parameter `named` lacks.
 template <class Holder>
-Holder split_model(const Holder& whole, std::shared_ptr<infini::nn::TensorParallelLayers> tp) {
+void copy_parameters(const infini::nn::Named<infini::Tensor>& named, const Holder& model) {
+  infini::NoGradGuard no_grad;
+  for (const auto& [name, held] : model->named_parameters()) {
+    infini::Tensor param = held;  // a handle: copy_ writes the parameter's storage
+    const infini::Tensor* whole = nullptr;
+    for (const auto& [source_name, tensor] : named)
+      if (source_name == name) whole = &tensor;
+    if (!whole) throw infini::Error("copy_parameters", "no tensor named " + name);
+    const infini::nn::ShardSpec spec = model->tp->shard_spec(param);
+    param.copy_(spec.sharded() ? spec.shard(*whole, model->tp->rank(), model->tp->size()) : *whole);
+  }
+}
+
+// A model of `config` (split by tp, the given part) holding `named`'s weights, built without
+// drawing from the default generator: a split run starts from the single-process weights.
+template <class Holder, class Config>
+Holder model_from(const Config& config, std::shared_ptr<infini::nn::TensorParallelLayers> tp,
+                  const infini::nn::ModelPart& part, const infini::nn::Named<infini::Tensor>& named) {
   infini::Generator& rng = infini::default_generator();
   const auto state = rng.state();
-  Holder model(whole->config, std::move(tp));
+  Holder model(config, std::move(tp), part);
   rng.set_state(state);
-  model->load_llmc_tensors(whole->llmc_tensors());
+  copy_parameters(named, model);
   return model;
+}
+
+// `whole` (one process: the whole model or a part) built again with the layers of tp and
+// loaded with this rank's shards of its weights.
+template <class Holder>
+Holder split_model(const Holder& whole, std::shared_ptr<infini::nn::TensorParallelLayers> tp) {
+  return model_from<Holder>(whole->config, std::move(tp), whole->part, whole->named_parameters());
 }
 
 // Runs the training with the model `make` returns (under mpirun, split as --tensor_parallel

@@ -1,7 +1,11 @@
 #include "pipeline_runner.h"
 
+#include <algorithm>
 #include <cmath>
 #include <coroutine>
+#include <cstdint>
+#include <optional>
+#include <string>
 #include <utility>
 
 namespace samples {
@@ -22,34 +26,51 @@ Task run_step(const Schedule& schedule, ModelStage& stage) {
   co_await stage.finish();
 }
 
+// The names of a part's parameters, one per line, as a uint8 tensor (a message).
+Tensor encode_names(const nn::Named<Tensor>& named) {
+  std::string text;
+  for (const auto& [name, tensor] : named) text += name + "\n";
+  Tensor bytes = empty({static_cast<std::int64_t>(text.size())}, {.dtype = kUInt8});
+  std::copy(text.begin(), text.end(), bytes.data_ptr<std::uint8_t>());
+  return bytes;
+}
+
+std::vector<std::string> decode_names(const Tensor& bytes) {
+  std::vector<std::string> names(1);
+  const auto* data = bytes.data_ptr<std::uint8_t>();
+  for (std::int64_t i = 0; i < bytes.numel(); ++i)
+    if (data[i] == '\n')
+      names.emplace_back();
+    else
+      names.back() += static_cast<char>(data[i]);
+  names.pop_back();  // after the last newline
+  return names;
+}
+
 }  // namespace
 
+std::vector<std::pair<int, int>> pipeline_blocks(const Layout& layout, std::int64_t num_blocks,
+                                                 const std::vector<int>& block_counts) {
+  return split_blocks(static_cast<int>(num_blocks), layout.pp() * layout.vpp(), block_counts);
+}
+
 PipelineRunner::PipelineRunner(const LanguageModel& lm, const ParallelGroups& groups, const Layout& layout,
-                               const std::string& schedule, int micro_batches, const std::vector<int>& block_counts)
+                               std::shared_ptr<TensorParallel> tp, const std::string& schedule, int micro_batches,
+                               std::vector<std::pair<int, int>> blocks_of_stage)
     : lm_(lm),
       groups_(groups),
+      tp_(std::move(tp)),
       shape_{.stages = layout.pp(), .virtual_stages = layout.vpp(), .micro_batches = micro_batches},
-      schedule_(schedule_by_name(schedule)) {
+      schedule_(schedule_by_name(schedule)),
+      blocks_of_stage_(std::move(blocks_of_stage)) {
   check_schedule_shape(schedule, shape_);
   simulate_pipeline(schedule_, shape_, {});  // the dry run: every call valid, nothing left waiting
-  const int blocks = static_cast<int>(lm.blocks.size());
-  blocks_of_stage_ = split_blocks(blocks, shape_.stages * shape_.virtual_stages, block_counts);
-  model_ = {.embed = lm.embed, .blocks = lm.blocks,
+  model_ = {.embed = lm.embed,
+            .blocks = std::vector<std::shared_ptr<nn::Module>>(static_cast<std::size_t>(lm.num_blocks)),
             .head_loss = [&lm](const Tensor& x, const Tensor& targets) { return lm.loss(lm.head(x), targets); }};
+  for (std::size_t i = 0; i < lm.blocks.size(); ++i)
+    model_.blocks[static_cast<std::size_t>(lm.part.blocks[i])] = lm.blocks[i];
   if (shape_.stages > 1) embedding_group_ = groups.pp->new_group({0, shape_.stages - 1}, "embedding");
-  // Owners: a block's parameters belong to its stage's rank, embed's to rank 0 (the tied ones
-  // too), the rest (the head) to the last rank.
-  std::vector<int> stage_of_block(static_cast<std::size_t>(blocks));
-  for (std::size_t s = 0; s < blocks_of_stage_.size(); ++s)
-    for (int b = blocks_of_stage_[s].first; b < blocks_of_stage_[s].second; ++b)
-      stage_of_block[static_cast<std::size_t>(b)] = static_cast<int>(s) % shape_.stages;
-  for (const Tensor& p : lm.module->parameters()) {
-    int owner = shape_.stages - 1;
-    if (contains(lm.embed_parameters, p)) owner = 0;
-    for (int b = 0; b < blocks; ++b)
-      if (contains(lm.blocks[static_cast<std::size_t>(b)]->parameters(), p)) owner = stage_of_block[static_cast<std::size_t>(b)];
-    owner_.push_back(owner);
-  }
 }
 
 double PipelineRunner::step(const std::vector<data::Example>& micro_batches) {
@@ -79,14 +100,14 @@ void PipelineRunner::finish_gradients() {
   }
 }
 
-double PipelineRunner::grad_norm(const std::vector<Tensor>& params, const TensorParallel* tp) const {
+double PipelineRunner::grad_norm() const {
   NoGradGuard no_grad;
   double sums[2] = {0, 0};  // tensor-parallel shards, the rest
-  for (std::size_t i = 0; i < params.size(); ++i) {
-    const Tensor& p = params[i];
-    if (owner_[i] != groups_.coord.pp || !p.grad().defined()) continue;
+  const bool first_stage = groups_.coord.pp == 0;
+  for (const Tensor& p : lm_.module->parameters()) {
+    if (!p.grad().defined() || (!first_stage && contains(lm_.tied_parameters, p))) continue;  // counted on the first
     const Tensor g = p.grad().to(kFloat64);
-    sums[tp && tp->shard_spec(p).sharded() ? 0 : 1] += sum(mul(g, g)).item<double>();
+    sums[tp_ && tp_->shard_spec(p).sharded() ? 0 : 1] += sum(mul(g, g)).item<double>();
   }
   Tensor sharded = full({1}, sums[0], TensorOptions{.dtype = kFloat64});
   groups_.tp->all_reduce(sharded).wait();
@@ -95,10 +116,56 @@ double PipelineRunner::grad_norm(const std::vector<Tensor>& params, const Tensor
   return std::sqrt(total.item<double>());
 }
 
-void PipelineRunner::share_weights() {
+double PipelineRunner::loss(const std::vector<data::Example>& batches) const {
+  double total = 0;
+  for (const data::Example& batch : batches) {
+    // The loss on the last stage: the targets go there (every rank has the batch).
+    const Tensor out = pipeline_forward(*groups_.pp, shape_, model_, blocks_of_stage_, batch.data,
+                                        [&](const Tensor& x) { return lm_.loss(lm_.head(x), batch.target); });
+    if (out.defined()) total += out.item<double>();
+  }
+  Tensor sum_over_stages = full({1}, total, TensorOptions{.dtype = kFloat64});  // nonzero on the last stage only
+  groups_.pp->all_reduce(sum_over_stages).wait();
+  return sum_over_stages.item<double>() / static_cast<double>(batches.size());
+}
+
+Tensor PipelineRunner::logits(const Tensor& idx) const {
+  std::optional<nn::SequenceParallelPause> pause;  // every position on every rank
+  if (tp_) pause.emplace(*tp_, true);
+  const Tensor out = pipeline_forward(*groups_.pp, shape_, model_, blocks_of_stage_, idx, lm_.whole_head);
+  const int last = shape_.last_virtual_stage() % shape_.stages;
+  constexpr int kTag = (1 << 30) - 1;
+  if (groups_.coord.pp == last) {
+    for (int r = 0; r < shape_.stages; ++r)
+      if (r != last) send_tensor(*groups_.pp, out, r, kTag).wait();
+    return out;
+  }
+  return TensorReceive(*groups_.pp, last, kTag).wait();
+}
+
+nn::Named<Tensor> PipelineRunner::gather_parameters() const {
   NoGradGuard no_grad;
-  const std::vector<Tensor> params = lm_.module->parameters();
-  for (std::size_t i = 0; i < params.size(); ++i) groups_.pp->broadcast(params[i], owner_[i]).wait();
+  nn::Named<Tensor> whole;  // this rank's part, whole tensors (gathered over its tensor-parallel group)
+  for (const auto& [name, p] : lm_.module->named_parameters()) {
+    const nn::ShardSpec spec = tp_ ? tp_->shard_spec(p) : nn::ShardSpec{};
+    whole.emplace_back(name, spec.sharded() ? tp_->gather_shards(p, spec) : p);
+  }
+  if (groups_.coord.tp != 0) return {};
+  constexpr int kNamesTag = (1 << 30) - 2, kTensorTag = (1 << 30) - 3;
+  if (groups_.coord.pp != 0) {  // names, then the tensors in that order, to pipeline rank 0
+    send_tensor(*groups_.pp, encode_names(whole), 0, kNamesTag).wait();
+    for (const auto& [name, t] : whole) send_tensor(*groups_.pp, t, 0, kTensorTag).wait();
+    return {};
+  }
+  for (int r = 1; r < shape_.stages; ++r) {
+    for (const std::string& name : decode_names(TensorReceive(*groups_.pp, r, kNamesTag).wait())) {
+      Tensor t = TensorReceive(*groups_.pp, r, kTensorTag).wait();
+      bool known = false;  // the last stage's copy of a tied parameter: already here
+      for (const auto& entry : whole) known = known || entry.first == name;
+      if (!known) whole.emplace_back(name, std::move(t));
+    }
+  }
+  return whole;
 }
 
 }  // namespace samples

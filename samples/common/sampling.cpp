@@ -36,7 +36,7 @@ std::int64_t sample_token(const float* logits, std::int64_t vocab_size, std::int
 
 void generate(std::vector<std::int64_t>& tokens, std::int64_t count, const CachedLogitsFn& step_fn,
               std::int64_t vocab_size, std::int64_t max_seq_len, std::int64_t top_k, double temperature,
-              Generator& generator) {
+              Generator& generator, bool use_cache) {
   if (tokens.empty()) throw Error("generate", "needs at least one token to start from");
   if (!(temperature > 0)) throw Error("generate", concat("temperature must be > 0, got ", temperature));
   NoGradGuard no_grad;
@@ -45,7 +45,7 @@ void generate(std::vector<std::int64_t>& tokens, std::int64_t count, const Cache
   for (std::int64_t n = 0; n < count; ++n) {
     const auto size = static_cast<std::int64_t>(tokens.size());
     std::int64_t first = cached_end;                    // feed tokens[first ..]
-    if (cache.length() + size - first > max_seq_len) {  // past the window: slide it
+    if (!use_cache || cache.length() + size - first > max_seq_len) {  // the whole window, or slide it
       cache = {};
       first = size - std::min(size, max_seq_len);
     }

@@ -22,8 +22,10 @@ using CachedLogitsFn = std::function<infini::Tensor(const infini::Tensor& new_to
 // goes through the cache once; then each step feeds only the newest token. Once the tokens
 // outgrow max_seq_len the window slides (positions restart at 0) and every step recomputes
 // it on a fresh cache, so the tokens are those of forward() on each window, as without a cache.
+// Without `use_cache` every step feeds the whole window on an empty cache (a model split over
+// pipeline stages, which keeps none).
 void generate(std::vector<std::int64_t>& tokens, std::int64_t count, const CachedLogitsFn& step_fn,
               std::int64_t vocab_size, std::int64_t max_seq_len, std::int64_t top_k, double temperature,
-              infini::Generator& generator);
+              infini::Generator& generator, bool use_cache = true);
 
 }  // namespace samples

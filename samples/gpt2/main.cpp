@@ -30,22 +30,26 @@ struct ModelFlags {
   std::int64_t num_layers = 0, num_heads = 0, channels = 0, max_seq_len = 1024, vocab_size = 50257;
 };
 
-// The model: an llm.c checkpoint's, a named size, or "custom" from the flags (vocabulary
-// padded to a multiple of 128).
-nn::GPT2 make_model(const ModelFlags& f) {
+// The model (this rank's part of it): an llm.c checkpoint's (read whole, then the part
+// kept), a named size, or "custom" from the flags (vocabulary padded to a multiple of 128).
+nn::GPT2 make_model(const ModelFlags& f, const samples::PartFor& part_for) {
   if (!f.llmc_filepath.empty()) {
     const llmc::GPT2Checkpoint checkpoint = llmc::read_gpt2_checkpoint(f.llmc_filepath);
     const llmc::GPT2Config& c = checkpoint.config;
-    nn::GPT2 model(nn::GPT2Config{.max_seq_len = c.max_seq_len, .vocab_size = c.vocab_size,
+    nn::GPT2 whole(nn::GPT2Config{.max_seq_len = c.max_seq_len, .vocab_size = c.vocab_size,
                                   .padded_vocab_size = c.padded_vocab_size, .num_layers = c.num_layers,
                                   .num_heads = c.num_heads, .channels = c.channels});
-    model->load_llmc_tensors(checkpoint.tensors);
-    return model;
+    whole->load_llmc_tensors(checkpoint.tensors);
+    const nn::ModelPart part = part_for(c.num_layers);
+    if (part.is_whole(c.num_layers)) return whole;
+    return samples::model_from<nn::GPT2>(whole->config, nullptr, part, whole->named_parameters());
   }
-  if (f.model != "custom") return nn::GPT2(nn::GPT2Config::from_name(f.model));
-  return nn::GPT2(nn::GPT2Config{.max_seq_len = f.max_seq_len, .vocab_size = f.vocab_size,
-                                 .padded_vocab_size = (f.vocab_size + 127) / 128 * 128, .num_layers = f.num_layers,
-                                 .num_heads = f.num_heads, .channels = f.channels});
+  const nn::GPT2Config config =
+      f.model != "custom" ? nn::GPT2Config::from_name(f.model)
+                          : nn::GPT2Config{.max_seq_len = f.max_seq_len, .vocab_size = f.vocab_size,
+                                           .padded_vocab_size = (f.vocab_size + 127) / 128 * 128,
+                                           .num_layers = f.num_layers, .num_heads = f.num_heads, .channels = f.channels};
+  return nn::GPT2(config, nullptr, part_for(config.num_layers));
 }
 
 llmc::GPT2Checkpoint to_llmc(const nn::GPT2& model) {
@@ -74,15 +78,21 @@ int main(int argc, char** argv) {
 
   try {
     samples::prepare_run(f);
-    const auto make = [&m](std::shared_ptr<nn::TensorParallelLayers> tp) {
-      const nn::GPT2 whole = make_model(m);
-      const nn::GPT2 model = tp ? samples::split_model(whole, tp) : whole;
+    const auto make = [&m](std::shared_ptr<nn::TensorParallelLayers> tp, const samples::PartFor& part_for) {
+      const nn::GPT2 base = make_model(m, part_for);
+      const nn::GPT2 model = tp ? samples::split_model(base, tp) : base;
       const auto export_llmc = [model](const std::filesystem::path& path, bool write) {
         const llmc::GPT2Checkpoint checkpoint = to_llmc(model);
         if (write) llmc::write_gpt2_checkpoint(path, checkpoint);
       };
-      return samples::language_model(model, export_llmc, "gpt2.bin", {model->wte->weight, model->wpe->weight},
-                                     {model->wte->weight});
+      const nn::GPT2Config config = model->config;
+      const auto write_named = [config](const std::filesystem::path& path, const nn::Named<Tensor>& named) {
+        llmc::write_gpt2_checkpoint(
+            path, to_llmc(samples::model_from<nn::GPT2>(config, nullptr, nn::ModelPart::whole(config.num_layers), named)));
+      };
+      // wte is the embedding and the LM head: tied between the first and the last stage.
+      return samples::language_model(model, export_llmc, write_named, "gpt2.bin",
+                                     model->wte ? std::vector<Tensor>{model->wte->weight} : std::vector<Tensor>{});
     };
     return samples::train(make, f);
   } catch (const std::exception& e) {

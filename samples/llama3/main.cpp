@@ -26,16 +26,23 @@ struct ModelFlags {
   nn::LLaMA3Config custom;  // llama3_1B's config, changed by the custom-model flags
 };
 
-// The model: a checkpoint's, a named size, or "custom" from the flags.
-nn::LLaMA3 make_model(const ModelFlags& f) {
+// The model (this rank's part of it): a checkpoint's (read whole, then the part kept), a
+// named size, or "custom" from the flags.
+nn::LLaMA3 make_model(const ModelFlags& f, const samples::PartFor& part_for) {
   if (!f.llmc_filepath.empty()) {
     const llmc::LLaMA3Checkpoint checkpoint = llmc::read_llama3_checkpoint(f.llmc_filepath);
-    nn::LLaMA3 model(nn::LLaMA3Config::from_llmc(checkpoint.config));
-    model->load_llmc_tensors(checkpoint.tensors);
-    return model;
+    nn::LLaMA3 whole(nn::LLaMA3Config::from_llmc(checkpoint.config));
+    whole->load_llmc_tensors(checkpoint.tensors);
+    const nn::ModelPart part = part_for(whole->config.num_layers);
+    if (part.is_whole(whole->config.num_layers)) return whole;
+    return samples::model_from<nn::LLaMA3>(whole->config, nullptr, part, whole->named_parameters());
   }
-  if (f.model != "custom") return nn::LLaMA3(nn::LLaMA3Config::from_name(f.model));
-  return nn::LLaMA3(f.custom);
+  const nn::LLaMA3Config config = f.model != "custom" ? nn::LLaMA3Config::from_name(f.model) : f.custom;
+  return nn::LLaMA3(config, nullptr, part_for(config.num_layers));
+}
+
+void write_llmc(const std::filesystem::path& path, const nn::LLaMA3& model) {
+  llmc::write_llama3_checkpoint(path, {.config = model->config.to_llmc(), .tensors = model->llmc_tensors()});
 }
 
 }  // namespace
@@ -68,14 +75,18 @@ int main(int argc, char** argv) {
 
   try {
     samples::prepare_run(f);
-    const auto make = [&m](std::shared_ptr<nn::TensorParallelLayers> tp) {
-      const nn::LLaMA3 whole = make_model(m);
-      const nn::LLaMA3 model = tp ? samples::split_model(whole, tp) : whole;
+    const auto make = [&m](std::shared_ptr<nn::TensorParallelLayers> tp, const samples::PartFor& part_for) {
+      const nn::LLaMA3 base = make_model(m, part_for);
+      const nn::LLaMA3 model = tp ? samples::split_model(base, tp) : base;
       const auto export_llmc = [model](const std::filesystem::path& path, bool write) {
         const llmc::LLaMA3Checkpoint checkpoint{.config = model->config.to_llmc(), .tensors = model->llmc_tensors()};
         if (write) llmc::write_llama3_checkpoint(path, checkpoint);
       };
-      return samples::language_model(model, export_llmc, "llama3.bin", {model->wte->weight}, {});
+      const nn::LLaMA3Config config = model->config;
+      const auto write_named = [config](const std::filesystem::path& path, const nn::Named<Tensor>& named) {
+        write_llmc(path, samples::model_from<nn::LLaMA3>(config, nullptr, nn::ModelPart::whole(config.num_layers), named));
+      };
+      return samples::language_model(model, export_llmc, write_named, "llama3.bin", {});
     };
     return samples::train(make, f);
   } catch (const std::exception& e) {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <coroutine>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -145,6 +146,34 @@ TEST(PipelineSchedules, RendersTextSvgAndTrace) {
   EXPECT_NE(t.text(9).find("rank 1 |.FBBFBB..|"), std::string::npos) << t.text(9);
   EXPECT_NE(t.svg().find("<svg"), std::string::npos);
   EXPECT_NE(t.chrome_trace().find("\"name\": \"B1\""), std::string::npos);
+}
+
+}  // namespace
+}  // namespace infini::parallel::test::pipeline_schedule_test
+
+namespace infini::parallel::test::pipeline_schedule_test {
+namespace {
+
+// What each pipeline rank builds: its virtual stages' blocks (chunk c of rank r is virtual
+// stage c p + r), the embedding on rank 0, the head on the rank of the last virtual stage.
+TEST(PipelineStageParts, BlocksEmbeddingAndHead) {
+  const PipelineShape interleaved{.stages = 2, .virtual_stages = 2, .micro_batches = 4};
+  const auto blocks = split_blocks(7, 4);  // 2, 2, 2, 1
+  const nn::ModelPart first = stage_part(interleaved, 0, blocks), second = stage_part(interleaved, 1, blocks);
+  EXPECT_EQ(first.blocks, (std::vector<std::int64_t>{0, 1, 4, 5}));
+  EXPECT_TRUE(first.embed);
+  EXPECT_FALSE(first.head);
+  EXPECT_EQ(second.blocks, (std::vector<std::int64_t>{2, 3, 6}));
+  EXPECT_FALSE(second.embed);
+  EXPECT_TRUE(second.head);
+  const PipelineShape four{.stages = 4, .virtual_stages = 1, .micro_batches = 4};
+  const auto uneven = split_blocks(6, 4, {3, 1, 1, 1});
+  EXPECT_EQ(stage_part(four, 0, uneven).str(), "embed, blocks 0-2");
+  EXPECT_EQ(stage_part(four, 2, uneven).str(), "blocks 4");
+  EXPECT_EQ(stage_part(four, 3, uneven).str(), "blocks 5, head");
+  const PipelineShape one{.stages = 1, .virtual_stages = 1, .micro_batches = 1};
+  EXPECT_TRUE(stage_part(one, 0, split_blocks(3, 1)).is_whole(3));
+  EXPECT_THROW(stage_part(four, 0, split_blocks(7, 3)), Error);  // 3 ranges for 4 virtual stages
 }
 
 }  // namespace

@@ -137,9 +137,13 @@ Tensor GPT2BlockImpl::forward_cached(const Tensor& x, Tensor& keys, Tensor& valu
   return add(x1_res, (*mlp)(h2));
 }
 
-GPT2Impl::GPT2Impl(GPT2Config config, std::shared_ptr<TensorParallelLayers> tp)
-    : Cloneable("GPT2"), config(config), tp(or_single_process(std::move(tp))) {
+GPT2Impl::GPT2Impl(GPT2Config config, std::shared_ptr<TensorParallelLayers> tp, std::optional<ModelPart> part)
+    : Cloneable("GPT2"),
+      config(config),
+      part(part ? std::move(*part) : ModelPart::whole(config.num_layers)),
+      tp(or_single_process(std::move(tp))) {
   config.validate();
+  this->part.validate("GPT2", config.num_layers);
   const int ranks = this->tp->size();
   if (config.num_heads % ranks != 0 || config.padded_vocab_size % ranks != 0)
     throw Error("GPT2", concat("num_heads ", config.num_heads, " and padded_vocab_size ", config.padded_vocab_size,
@@ -149,28 +153,42 @@ GPT2Impl::GPT2Impl(GPT2Config config, std::shared_ptr<TensorParallelLayers> tp)
 
 void GPT2Impl::reset() {
   const std::int64_t C = config.channels;
-  wte = register_module("wte", tp->vocab_embedding(config.padded_vocab_size, C));
-  wpe = register_module("wpe", std::make_shared<EmbeddingImpl>(config.max_seq_len, C));
+  // The layers draw their own initialisation, which reset_parameters overwrites: rewound, so
+  // that its draws start where the generator stood here, for the whole model and a part alike.
+  Generator& generator = default_generator();
+  const PhiloxState start = generator.state();
+  wte = part.embed || part.head ? register_module("wte", tp->vocab_embedding(config.padded_vocab_size, C)) : nullptr;
+  wpe = part.embed ? register_module("wpe", std::make_shared<EmbeddingImpl>(config.max_seq_len, C)) : nullptr;
   h.clear();
-  auto blocks = std::make_shared<ModuleListImpl>();
-  for (std::int64_t l = 0; l < config.num_layers; ++l) {
+  std::vector<ModulePtr> blocks;
+  for (std::size_t i = 0; i < part.blocks.size(); ++i) {
     h.push_back(std::make_shared<GPT2BlockImpl>(C, config.num_heads, tp));
-    blocks->push_back(h.back());
+    blocks.push_back(h.back());
   }
-  register_module("h", blocks);
-  ln_f = register_module("ln_f", std::make_shared<LayerNormImpl>(C));
-  tp->sequence_parallel_layer(*ln_f);
+  register_module("h", block_container(blocks, part, config.num_layers));
+  ln_f = part.head ? register_module("ln_f", std::make_shared<LayerNormImpl>(C)) : nullptr;
+  if (ln_f) tp->sequence_parallel_layer(*ln_f);
+  generator.set_state(start);
   reset_parameters();
 }
 
 void GPT2Impl::reset_parameters(Generator* generator) {
   NoGradGuard no_grad;
+  const std::int64_t C = config.channels, ranks = tp->size();
   const double residual_std = 0.02 / std::sqrt(2.0 * static_cast<double>(config.num_layers));
-  init::normal_(wte->weight, 0.0, 0.02, generator);
-  // The padded rows (>= V) are zero: those of this rank's block [tp rank * rows, ..).
-  const std::int64_t rows = wte->weight.size(0), first = tp->rank() * rows;
-  wte->weight.slice(0, std::clamp(config.vocab_size - first, std::int64_t{0}, rows)).zero_();
-  init::normal_(wpe->weight, 0.0, 0.02, generator);
+  // A piece the part lacks skips the values the whole model would draw for it.
+  if (wte) {
+    init::normal_(wte->weight, 0.0, 0.02, generator);
+    // The padded rows (>= V) are zero: those of this rank's block [tp rank * rows, ..).
+    const std::int64_t rows = wte->weight.size(0), first = tp->rank() * rows;
+    wte->weight.slice(0, std::clamp(config.vocab_size - first, std::int64_t{0}, rows)).zero_();
+  } else {
+    init::skip_draws(config.padded_vocab_size / ranks * C, generator);
+  }
+  if (wpe)
+    init::normal_(wpe->weight, 0.0, 0.02, generator);
+  else
+    init::skip_draws(config.max_seq_len * C, generator);
   auto init_linear = [&](LinearImpl& linear, double std) {
     init::normal_(linear.weight, 0.0, std, generator);
     init::zeros_(linear.bias);
@@ -179,25 +197,33 @@ void GPT2Impl::reset_parameters(Generator* generator) {
     init::ones_(norm.weight);
     init::zeros_(norm.bias);
   };
-  for (const auto& block : h) {
-    init_norm(*block->ln_1);
-    init_linear(*block->attn->c_attn, 0.02);
-    init_linear(*block->attn->c_proj, residual_std);
-    init_norm(*block->ln_2);
-    init_linear(*block->mlp->c_fc, 0.02);
-    init_linear(*block->mlp->c_proj, residual_std);
+  std::size_t next = 0;  // h[next] is the next block of the part
+  for (std::int64_t l = 0; l < config.num_layers; ++l) {
+    if (!part.has_block(l)) {  // c_attn, attn.c_proj, c_fc and mlp.c_proj: (3 + 1 + 4 + 4) C^2 / tp
+      init::skip_draws(12 * C * C / ranks, generator);
+      continue;
+    }
+    const GPT2BlockImpl& block = *h[next++];
+    init_norm(*block.ln_1);
+    init_linear(*block.attn->c_attn, 0.02);
+    init_linear(*block.attn->c_proj, residual_std);
+    init_norm(*block.ln_2);
+    init_linear(*block.mlp->c_fc, 0.02);
+    init_linear(*block.mlp->c_proj, residual_std);
   }
-  init_norm(*ln_f);
+  if (ln_f) init_norm(*ln_f);
 }
 
 Tensor GPT2Impl::forward(const Tensor& idx) { return forward_from(idx, 0, nullptr); }
 
 Tensor GPT2Impl::forward_cached(const Tensor& idx, KVCache& cache) {
+  part.require(type_name(), "forward_cached", config.num_layers);
   cache.use_for(type_name(), h.size());
   return forward_from(idx, cache.length(), &cache);
 }
 
 Tensor GPT2Impl::forward_from(const Tensor& idx, std::int64_t past, KVCache* cache) {
+  part.require(type_name(), "forward", config.num_layers);
   if (idx.dim() != 2 || idx.dtype() != kInt64)
     throw ShapeError(type_name(), concat("expected idx (B, T) int64, got ", idx.dtype(), " ", idx.shape()));
   const std::int64_t T = idx.size(1);
@@ -215,6 +241,7 @@ Tensor GPT2Impl::forward_from(const Tensor& idx, std::int64_t past, KVCache* cac
 }
 
 Tensor GPT2Impl::embed(const Tensor& idx) {
+  part.require(type_name(), "embed", config.num_layers);
   if (idx.dim() != 2 || idx.dtype() != kInt64 || idx.size(1) > config.max_seq_len)
     throw ShapeError("GPT2.embed", concat("expected idx (B, T) int64 with T <= ", config.max_seq_len, ", got ",
                                           idx.dtype(), " ", idx.shape()));
@@ -227,6 +254,7 @@ Tensor GPT2Impl::embed_from(const Tensor& idx, std::int64_t past) {
 }
 
 Tensor GPT2Impl::head(const Tensor& x) {
+  part.require(type_name(), "head", config.num_layers);
   const std::optional<DataType> dtype = product_input_dtype(x, *tp);
   return tp->vocab_logits(dtype ? ln_f->forward(x, *dtype) : ln_f->forward(x), wte->weight);  // (B, T, Vp / tp)
 }
@@ -272,10 +300,12 @@ LlmcLayout llmc_layout(const GPT2Impl& model) {
 }  // namespace
 
 std::vector<std::pair<std::string, Tensor>> GPT2Impl::llmc_tensors(bool gradients) const {
+  part.require(type_name(), "llmc_tensors", config.num_layers);
   return gather_llmc_tensors("GPT2.llmc_tensors", llmc_layout(*this), *tp, gradients);
 }
 
 void GPT2Impl::load_llmc_tensors(const std::vector<std::pair<std::string, Tensor>>& tensors) {
+  part.require(type_name(), "load_llmc_tensors", config.num_layers);
   scatter_llmc_tensors("GPT2.load_llmc_tensors", llmc_layout(*this), *tp, tensors);
 }
 
@@ -283,7 +313,8 @@ std::string GPT2Impl::extra_repr() const {
   return concat("max_seq_len=", config.max_seq_len, ", vocab_size=", config.vocab_size,
                 ", padded_vocab_size=", config.padded_vocab_size, ", num_layers=", config.num_layers,
                 ", num_heads=", config.num_heads, ", channels=", config.channels,
-                tp->size() > 1 ? concat(", tensor_parallel=", tp->size()) : std::string());
+                tp->size() > 1 ? concat(", tensor_parallel=", tp->size()) : std::string(),
+                part.is_whole(config.num_layers) ? std::string() : concat(", part=", part.str()));
 }
 
 }  // namespace infini::nn

@@ -16,6 +16,7 @@
 module;
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -29,6 +30,7 @@ import :embedding;
 import :normalization;
 import :kv_cache;
 import :tensor_parallel;
+import :model_part;
 
 export namespace infini::nn {
 
@@ -102,15 +104,22 @@ using GPT2Block = ModuleHolder<GPT2BlockImpl>;
 
 class GPT2Impl : public Cloneable<GPT2Impl> {
  public:
-  // tp: the layers to build with (null: one process). Error unless NH and Vp divide by tp's size.
-  explicit GPT2Impl(GPT2Config config, std::shared_ptr<TensorParallelLayers> tp = nullptr);
+  // tp: the layers to build with (null: one process). part: the pieces built (a pipeline
+  // stage's; default: all): wte with the embedding or the head (tied to it), wpe with the
+  // embedding, ln_f with the head. Error unless NH and Vp divide by tp's size, or for a part
+  // that does not fit L.
+  explicit GPT2Impl(GPT2Config config, std::shared_ptr<TensorParallelLayers> tp = nullptr,
+                    std::optional<ModelPart> part = std::nullopt);
   void reset() override;
   // llm.c's initialisation: weights of linear layers and embeddings ~ N(0, 0.02), the two
   // residual projections (attn.c_proj, mlp.c_proj) ~ N(0, 0.02 / sqrt(2 L)), biases 0,
-  // LayerNorms 1 and 0; wte's padded rows 0. Draws from `generator` (default: the global one).
+  // LayerNorms 1 and 0; wte's padded rows 0. Draws from `generator` (default: the global one),
+  // for a part's missing pieces too (skipping their values): a part gets the whole model's.
+  // Construction calls it with the generator where it stood before the layers were built.
   void reset_parameters(Generator* generator = nullptr);
 
   // idx (B, T) int64 token ids < V, T <= maxT -> logits (B, T, Vp / tp): this rank's columns.
+  // The whole model only (a part runs embed, its blocks and head through a pipeline).
   Tensor forward(const Tensor& idx) override;
   // The logits (B, T, Vp) of the T positions idx (B, T) that follow the past = cache.length()
   // positions the cache holds (positions past .. past + T - 1), which it then holds too: the
@@ -133,18 +142,23 @@ class GPT2Impl : public Cloneable<GPT2Impl> {
   // attprojw (L,C,C), attprojb (L,C), ln2w, ln2b, fcw (L,4C,C), fcb (L,4C), fcprojw (L,C,4C),
   // fcprojb (L,C), lnfw (C), lnfb (C). New float32 CPU tensors. With `gradients`, the
   // parameters' grads in the same layout instead (Error naming a parameter without one).
-  // Whole tensors under tensor parallelism too (a collective over its ranks).
+  // Whole tensors under tensor parallelism too (a collective over its ranks). The whole model
+  // only.
   std::vector<std::pair<std::string, Tensor>> llmc_tensors(bool gradients = false) const;
   // Copies tensors of exactly that list (names, order and shapes: ShapeError / Error
-  // naming the tensor otherwise) into the parameters: this rank's shards of them.
+  // naming the tensor otherwise) into the parameters: this rank's shards of them. The whole
+  // model only.
   void load_llmc_tensors(const std::vector<std::pair<std::string, Tensor>>& tensors);
 
   const GPT2Config config;
+  const ModelPart part;
   std::shared_ptr<TensorParallelLayers> tp;
   std::shared_ptr<EmbeddingImpl> wte;  // (Vp, C), also the LM head (vocab parallel: (Vp / tp, C))
   std::shared_ptr<EmbeddingImpl> wpe;  // (maxT, C)
-  std::vector<std::shared_ptr<GPT2BlockImpl>> h;  // children "h.0" ... "h.<L-1>" (a ModuleList "h")
-  std::shared_ptr<LayerNormImpl> ln_f;
+  // The part's blocks, children "h.<index in the whole model>" (a ModuleList "h", or a
+  // ModuleDict for a part without all of them).
+  std::vector<std::shared_ptr<GPT2BlockImpl>> h;
+  std::shared_ptr<LayerNormImpl> ln_f;  // null without the head; wte and wpe null when not built
 
  protected:
   std::string extra_repr() const override;

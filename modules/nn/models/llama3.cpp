@@ -6,6 +6,7 @@ module;
 #include <memory>
 #include <mutex>
 #include <numbers>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -246,9 +247,13 @@ Tensor LLaMA3BlockImpl::forward_cached(const Tensor& x, Tensor& keys, Tensor& va
   return add(x1, (*mlp)((*ln_2)(x1)));
 }
 
-LLaMA3Impl::LLaMA3Impl(LLaMA3Config config, std::shared_ptr<TensorParallelLayers> tp)
-    : Cloneable("LLaMA3"), config(config), tp(or_single_process(std::move(tp))) {
+LLaMA3Impl::LLaMA3Impl(LLaMA3Config config, std::shared_ptr<TensorParallelLayers> tp, std::optional<ModelPart> part)
+    : Cloneable("LLaMA3"),
+      config(config),
+      part(part ? std::move(*part) : ModelPart::whole(config.num_layers)),
+      tp(or_single_process(std::move(tp))) {
   config.validate();
+  this->part.validate("LLaMA3", config.num_layers);
   const int ranks = this->tp->size();
   if (config.num_heads % ranks != 0 || config.num_kv_heads % ranks != 0 || config.ffn_hidden_dim() % ranks != 0 ||
       config.vocab_size % ranks != 0)
@@ -261,48 +266,67 @@ LLaMA3Impl::LLaMA3Impl(LLaMA3Config config, std::shared_ptr<TensorParallelLayers
 
 void LLaMA3Impl::reset() {
   const std::int64_t C = config.channels;
+  // The layers draw their own initialisation, which reset_parameters overwrites: rewound, so
+  // that its draws start where the generator stood here, for the whole model and a part alike.
+  Generator& generator = default_generator();
+  const PhiloxState start = generator.state();
   rope_table = std::make_shared<const LLaMA3RopeTable>(config.head_dim(), config.max_seq_len, config.rope_theta,
                                                        config.use_scaled_rope);
-  wte = register_module("wte", tp->vocab_embedding(config.vocab_size, C));
+  wte = part.embed ? register_module("wte", tp->vocab_embedding(config.vocab_size, C)) : nullptr;
   h.clear();
-  auto blocks = std::make_shared<ModuleListImpl>();
-  for (std::int64_t l = 0; l < config.num_layers; ++l) {
+  std::vector<ModulePtr> blocks;
+  for (std::size_t i = 0; i < part.blocks.size(); ++i) {
     h.push_back(std::make_shared<LLaMA3BlockImpl>(config, rope_table, tp));
-    blocks->push_back(h.back());
+    blocks.push_back(h.back());
   }
-  register_module("h", blocks);
+  register_module("h", block_container(blocks, part, config.num_layers));
   const RMSNormOptions norm{.eps = static_cast<double>(config.norm_eps)};
-  ln_f = register_module("ln_f", std::make_shared<RMSNormImpl>(C, norm));
-  tp->sequence_parallel_layer(*ln_f);
-  lm_head = register_module("lm_head", tp->column_linear(C, config.vocab_size, /*bias=*/false));
+  ln_f = part.head ? register_module("ln_f", std::make_shared<RMSNormImpl>(C, norm)) : nullptr;
+  if (ln_f) tp->sequence_parallel_layer(*ln_f);
+  lm_head = part.head ? register_module("lm_head", tp->column_linear(C, config.vocab_size, /*bias=*/false)) : nullptr;
+  generator.set_state(start);
   reset_parameters();
 }
 
 void LLaMA3Impl::reset_parameters(Generator* generator) {
   NoGradGuard no_grad;
   auto normal = [&](const Tensor& weight) { init::normal_(weight, 0.0, 0.02, generator); };
-  normal(wte->weight);
-  for (const auto& block : h) {
-    init::ones_(block->ln_1->weight);
-    normal(block->attn->c_attn->weight);
-    normal(block->attn->c_proj->weight);
-    init::ones_(block->ln_2->weight);
-    normal(block->mlp->c_fc->weight);
-    normal(block->mlp->c_fc2->weight);
-    normal(block->mlp->c_proj->weight);
+  // A piece the part lacks skips the values the whole model would draw for it.
+  const std::int64_t C = config.channels, ranks = tp->size(), V = config.vocab_size, H = config.ffn_hidden_dim();
+  if (wte)
+    normal(wte->weight);
+  else
+    init::skip_draws(V / ranks * C, generator);
+  const std::int64_t qkv = (config.num_heads + 2 * config.num_kv_heads) * config.head_dim();
+  std::size_t next = 0;  // h[next] is the next block of the part
+  for (std::int64_t l = 0; l < config.num_layers; ++l) {
+    if (!part.has_block(l)) {  // c_attn, attn.c_proj, c_fc, c_fc2 and mlp.c_proj
+      init::skip_draws((qkv + C + 3 * H) * C / ranks, generator);
+      continue;
+    }
+    const LLaMA3BlockImpl& block = *h[next++];
+    init::ones_(block.ln_1->weight);
+    normal(block.attn->c_attn->weight);
+    normal(block.attn->c_proj->weight);
+    init::ones_(block.ln_2->weight);
+    normal(block.mlp->c_fc->weight);
+    normal(block.mlp->c_fc2->weight);
+    normal(block.mlp->c_proj->weight);
   }
-  init::ones_(ln_f->weight);
-  normal(lm_head->weight);
+  if (ln_f) init::ones_(ln_f->weight);
+  if (lm_head) normal(lm_head->weight);
 }
 
 Tensor LLaMA3Impl::forward(const Tensor& idx) { return forward_from(idx, 0, nullptr); }
 
 Tensor LLaMA3Impl::forward_cached(const Tensor& idx, KVCache& cache) {
+  part.require(type_name(), "forward_cached", config.num_layers);
   cache.use_for(type_name(), h.size());
   return forward_from(idx, cache.length(), &cache);
 }
 
 Tensor LLaMA3Impl::forward_from(const Tensor& idx, std::int64_t past, KVCache* cache) {
+  part.require(type_name(), "forward", config.num_layers);
   if (idx.dim() != 2 || idx.dtype() != kInt64)
     throw ShapeError(type_name(), concat("expected idx (B, T) int64, got ", idx.dtype(), " ", idx.shape()));
   const std::int64_t T = idx.size(1);
@@ -320,6 +344,7 @@ Tensor LLaMA3Impl::forward_from(const Tensor& idx, std::int64_t past, KVCache* c
 }
 
 Tensor LLaMA3Impl::embed(const Tensor& idx) {
+  part.require(type_name(), "embed", config.num_layers);
   if (idx.dim() != 2 || idx.dtype() != kInt64 || idx.size(1) > config.max_seq_len)
     throw ShapeError("LLaMA3.embed", concat("expected idx (B, T) int64 with T <= ", config.max_seq_len, ", got ",
                                             idx.dtype(), " ", idx.shape()));
@@ -327,6 +352,7 @@ Tensor LLaMA3Impl::embed(const Tensor& idx) {
 }
 
 Tensor LLaMA3Impl::head(const Tensor& x) {
+  part.require(type_name(), "head", config.num_layers);
   return (*lm_head)((*ln_f)(x));  // (B, T, V / tp)
 }
 
@@ -365,10 +391,12 @@ LlmcLayout llmc_layout(const LLaMA3Impl& model) {
 }  // namespace
 
 std::vector<std::pair<std::string, Tensor>> LLaMA3Impl::llmc_tensors(bool gradients) const {
+  part.require(type_name(), "llmc_tensors", config.num_layers);
   return gather_llmc_tensors("LLaMA3.llmc_tensors", llmc_layout(*this), *tp, gradients);
 }
 
 void LLaMA3Impl::load_llmc_tensors(const std::vector<std::pair<std::string, Tensor>>& tensors) {
+  part.require(type_name(), "load_llmc_tensors", config.num_layers);
   scatter_llmc_tensors("LLaMA3.load_llmc_tensors", llmc_layout(*this), *tp, tensors);
 }
 
@@ -377,7 +405,8 @@ std::string LLaMA3Impl::extra_repr() const {
                 ", num_layers=", config.num_layers, ", num_heads=", config.num_heads,
                 ", num_kv_heads=", config.num_kv_heads, ", channels=", config.channels,
                 ", ffn_hidden_dim=", config.ffn_hidden_dim(), ", norm_eps=", config.norm_eps,
-                ", rope_theta=", config.rope_theta, ", use_scaled_rope=", config.use_scaled_rope);
+                ", rope_theta=", config.rope_theta, ", use_scaled_rope=", config.use_scaled_rope,
+                part.is_whole(config.num_layers) ? std::string() : concat(", part=", part.str()));
 }
 
 }  // namespace infini::nn

@@ -18,6 +18,7 @@ module;
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -32,6 +33,7 @@ import :normalization;
 import :kv_cache;
 import :llmc_checkpoint;
 import :tensor_parallel;
+import :model_part;
 
 export namespace infini::nn {
 
@@ -158,15 +160,20 @@ using LLaMA3Block = ModuleHolder<LLaMA3BlockImpl>;
 
 class LLaMA3Impl : public Cloneable<LLaMA3Impl> {
  public:
-  // tp: the layers to build with (null: one process). Error unless NH, KV, H and V divide by
-  // tp's size.
-  explicit LLaMA3Impl(LLaMA3Config config, std::shared_ptr<TensorParallelLayers> tp = nullptr);
+  // tp: the layers to build with (null: one process). part: the pieces built (a pipeline
+  // stage's; default: all): wte with the embedding, ln_f and lm_head with the head. Error unless
+  // NH, KV, H and V divide by tp's size, or for a part that does not fit L.
+  explicit LLaMA3Impl(LLaMA3Config config, std::shared_ptr<TensorParallelLayers> tp = nullptr,
+                      std::optional<ModelPart> part = std::nullopt);
   void reset() override;
   // Every matrix and the embedding ~ N(0, 0.02), the RMSNorm weights 1. Draws from
-  // `generator` (default: the global one).
+  // `generator` (default: the global one), for a part's missing pieces too (skipping their
+  // values): a part gets the whole model's. Construction calls it with the generator where it
+  // stood before the layers were built.
   void reset_parameters(Generator* generator = nullptr);
 
   // idx (B, T) int64 token ids < V, T <= maxT -> logits (B, T, V / tp): this rank's columns.
+  // The whole model only (a part runs embed, its blocks and head through a pipeline).
   Tensor forward(const Tensor& idx) override;
   // The logits (B, T, V) of the T positions idx (B, T) that follow the past = cache.length()
   // positions the cache holds (positions past .. past + T - 1), which it then holds too: the
@@ -195,12 +202,15 @@ class LLaMA3Impl : public Cloneable<LLaMA3Impl> {
   void load_llmc_tensors(const std::vector<std::pair<std::string, Tensor>>& tensors);
 
   const LLaMA3Config config;
+  const ModelPart part;
   std::shared_ptr<TensorParallelLayers> tp;
   std::shared_ptr<const LLaMA3RopeTable> rope_table;  // shared by the blocks
-  std::shared_ptr<EmbeddingImpl> wte;                 // (V, C)
-  std::vector<std::shared_ptr<LLaMA3BlockImpl>> h;    // children "h.0" ... "h.<L-1>" (a ModuleList "h")
-  std::shared_ptr<RMSNormImpl> ln_f;
-  std::shared_ptr<LinearImpl> lm_head;  // C -> V, no bias
+  std::shared_ptr<EmbeddingImpl> wte;                 // (V, C); null without the embedding
+  // The part's blocks, children "h.<index in the whole model>" (a ModuleList "h", or a
+  // ModuleDict for a part without all of them).
+  std::vector<std::shared_ptr<LLaMA3BlockImpl>> h;
+  std::shared_ptr<RMSNormImpl> ln_f;    // null without the head
+  std::shared_ptr<LinearImpl> lm_head;  // C -> V, no bias; null without the head
 
  protected:
   std::string extra_repr() const override;
