@@ -24,4 +24,5 @@ export import :pipeline_stage;
 export import :pipeline_timeline;
 export import :pipeline_simulator;
 export import :pipeline_model;
+export import :pipeline_runner;
 import :backend;  // internal: the MPI and NCCL implementations

@@ -14,7 +14,6 @@
 #include <vector>
 
 #include "captured_step.h"
-#include "pipeline_runner.h"
 #include "sampling.h"
 #include "token_batches.h"
 
@@ -313,6 +312,18 @@ double rank_mean(const Ranks& ranks, double value) {
   return t.item<double>();
 }
 
+// The pipeline's view of this rank's part.
+parallel::StagedModel staged_model(const LanguageModel& lm) {
+  return {.module = lm.module,
+          .part = lm.part,
+          .num_blocks = lm.num_blocks,
+          .embed = lm.embed,
+          .blocks = lm.blocks,
+          .head_loss = [&lm](const Tensor& x, const Tensor& targets) { return lm.loss(lm.head(x), targets); },
+          .logits = lm.whole_head,
+          .tied_parameters = lm.tied_parameters};
+}
+
 // `value` of every rank, in rank order (this one's alone without a launcher).
 std::vector<double> every_rank(const Ranks& ranks, double value) {
   if (!ranks.world) return {value};
@@ -350,7 +361,7 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
   std::vector<std::pair<int, int>> stage_blocks;  // the virtual stages' blocks [first, last)
   const PartFor part_for = [&](std::int64_t num_blocks) {
     if (!pipelined) return nn::ModelPart::whole(num_blocks);
-    stage_blocks = pipeline_blocks(layout, num_blocks, f.pipeline_blocks);
+    stage_blocks = parallel::split_blocks(static_cast<int>(num_blocks), layout.pp() * layout.vpp(), f.pipeline_blocks);
     return parallel::stage_part({.stages = layout.pp(), .virtual_stages = layout.vpp()}, ranks.groups.coord.pp,
                                 stage_blocks);
   };
@@ -385,9 +396,10 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
   std::optional<parallel::DistributedDataParallel> ddp;
   if (ranks.world && !pipelined)
     ddp.emplace(lm.module, ranks.groups.dp, parallel::DDPOptions{.shard_gradients = zero});
-  std::optional<PipelineRunner> pipeline;
+  std::optional<parallel::PipelineRunner> pipeline;
   if (pipelined)
-    pipeline.emplace(lm, ranks.groups, layout, tp, f.pp_schedule, static_cast<int>(micro_steps), stage_blocks);
+    pipeline.emplace(staged_model(lm), ranks.groups, layout, stage_blocks, f.pp_schedule, static_cast<int>(micro_steps),
+                     tp);
   else if (!f.pipeline_blocks.empty())
     throw Error("train", "--pipeline_blocks splits the blocks between pipeline stages: it needs --pipeline_parallel > 1");
   auto optimizer = make_optimizer(params, zero ? &ddp->reducer() : nullptr, f);

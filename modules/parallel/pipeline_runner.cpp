@@ -1,17 +1,17 @@
-#include "pipeline_runner.h"
-
+// PipelineRunner (see pipeline_runner.cppm).
+module;
 #include <algorithm>
 #include <cmath>
 #include <coroutine>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
+module infini.parallel;
 
-namespace samples {
-
-using namespace infini;
-using namespace infini::parallel;
+namespace infini::parallel {
 
 namespace {
 
@@ -49,32 +49,33 @@ std::vector<std::string> decode_names(const Tensor& bytes) {
 
 }  // namespace
 
-std::vector<std::pair<int, int>> pipeline_blocks(const Layout& layout, std::int64_t num_blocks,
-                                                 const std::vector<int>& block_counts) {
-  return split_blocks(static_cast<int>(num_blocks), layout.pp() * layout.vpp(), block_counts);
-}
-
-PipelineRunner::PipelineRunner(const LanguageModel& lm, const ParallelGroups& groups, const Layout& layout,
-                               std::shared_ptr<TensorParallel> tp, const std::string& schedule, int micro_batches,
-                               std::vector<std::pair<int, int>> blocks_of_stage)
-    : lm_(lm),
-      groups_(groups),
+PipelineRunner::PipelineRunner(StagedModel model, ParallelGroups groups, const Layout& layout,
+                               std::vector<std::pair<int, int>> blocks_of_virtual_stage, const std::string& schedule,
+                               int micro_batches, std::shared_ptr<TensorParallel> tp)
+    : staged_(std::move(model)),
+      groups_(std::move(groups)),
       tp_(std::move(tp)),
       shape_{.stages = layout.pp(), .virtual_stages = layout.vpp(), .micro_batches = micro_batches},
       schedule_(schedule_by_name(schedule)),
-      blocks_of_stage_(std::move(blocks_of_stage)) {
+      blocks_(std::move(blocks_of_virtual_stage)) {
   check_schedule_shape(schedule, shape_);
   simulate_pipeline(schedule_, shape_, {});  // the dry run: every call valid, nothing left waiting
-  model_ = {.embed = lm.embed,
-            .blocks = std::vector<std::shared_ptr<nn::Module>>(static_cast<std::size_t>(lm.num_blocks)),
-            .head_loss = [&lm](const Tensor& x, const Tensor& targets) { return lm.loss(lm.head(x), targets); }};
-  for (std::size_t i = 0; i < lm.blocks.size(); ++i)
-    model_.blocks[static_cast<std::size_t>(lm.part.blocks[i])] = lm.blocks[i];
-  if (shape_.stages > 1) embedding_group_ = groups.pp->new_group({0, shape_.stages - 1}, "embedding");
+  const nn::ModelPart expected = stage_part(shape_, groups_.coord.pp, blocks_);
+  if (staged_.part.blocks != expected.blocks || staged_.part.embed != expected.embed ||
+      staged_.part.head != expected.head || staged_.blocks.size() != staged_.part.blocks.size())
+    throw Error("PipelineRunner", concat("pipeline rank ", groups_.coord.pp, " must hold ", expected.str(), " (with ",
+                                         expected.blocks.size(), " block modules), got ", staged_.part.str(), " with ",
+                                         staged_.blocks.size()));
+  model_ = {.embed = staged_.embed,
+            .blocks = std::vector<std::shared_ptr<nn::Module>>(static_cast<std::size_t>(staged_.num_blocks)),
+            .head_loss = staged_.head_loss};
+  for (std::size_t i = 0; i < staged_.blocks.size(); ++i)
+    model_.blocks.at(static_cast<std::size_t>(staged_.part.blocks[i])) = staged_.blocks[i];
+  if (shape_.stages > 1) embedding_group_ = groups_.pp->new_group({0, shape_.stages - 1}, "embedding");
 }
 
 double PipelineRunner::step(const std::vector<data::Example>& micro_batches) {
-  ModelStage stage(groups_.pp, shape_, model_, blocks_of_stage_, micro_batches,
+  ModelStage stage(groups_.pp, shape_, model_, blocks_, micro_batches,
                    1.0 / static_cast<double>(shape_.micro_batches));
   run(run_step(schedule_, stage));
   return stage.loss_sum();
@@ -83,11 +84,11 @@ double PipelineRunner::step(const std::vector<data::Example>& micro_batches) {
 void PipelineRunner::finish_gradients() {
   NoGradGuard no_grad;
   if (embedding_group_ && shape_.stages > 1)
-    for (const Tensor& p : lm_.tied_parameters)
+    for (const Tensor& p : staged_.tied_parameters)
       if (p.grad().defined()) embedding_group_->all_reduce(p.grad()).wait();
   if (groups_.dp->size() == 1) return;
   TensorList grads;  // the same parameters on every rank of the dp group (the same stage)
-  for (const Tensor& p : lm_.module->parameters())
+  for (const Tensor& p : staged_.module->parameters())
     if (p.grad().defined()) grads.push_back(p.grad());
   TensorList flat;
   for (const Tensor& g : grads) flat.push_back(g.reshape({-1}));
@@ -101,17 +102,15 @@ void PipelineRunner::finish_gradients() {
 }
 
 double PipelineRunner::grad_norm() const {
-  NoGradGuard no_grad;
-  double sums[2] = {0, 0};  // tensor-parallel shards, the rest
+  std::vector<Tensor> params[2];  // tensor-parallel shards, the rest
   const bool first_stage = groups_.coord.pp == 0;
-  for (const Tensor& p : lm_.module->parameters()) {
-    if (!p.grad().defined() || (!first_stage && contains(lm_.tied_parameters, p))) continue;  // counted on the first
-    const Tensor g = p.grad().to(kFloat64);
-    sums[tp_ && tp_->shard_spec(p).sharded() ? 0 : 1] += sum(mul(g, g)).item<double>();
-  }
-  Tensor sharded = full({1}, sums[0], TensorOptions{.dtype = kFloat64});
+  for (const Tensor& p : staged_.module->parameters())
+    if (first_stage || !contains(staged_.tied_parameters, p))  // a tied one counts on the first stage
+      params[tp_ && tp_->shard_spec(p).sharded() ? 0 : 1].push_back(p);
+  const auto squares = [](const std::vector<Tensor>& list) { return std::pow(optim::total_grad_norm(list), 2); };
+  Tensor sharded = full({1}, squares(params[0]), TensorOptions{.dtype = kFloat64});
   groups_.tp->all_reduce(sharded).wait();
-  Tensor total = full({1}, sharded.item<double>() + sums[1], TensorOptions{.dtype = kFloat64});
+  Tensor total = full({1}, sharded.item<double>() + squares(params[1]), TensorOptions{.dtype = kFloat64});
   groups_.pp->all_reduce(total).wait();
   return std::sqrt(total.item<double>());
 }
@@ -120,8 +119,8 @@ double PipelineRunner::loss(const std::vector<data::Example>& batches) const {
   double total = 0;
   for (const data::Example& batch : batches) {
     // The loss on the last stage: the targets go there (every rank has the batch).
-    const Tensor out = pipeline_forward(*groups_.pp, shape_, model_, blocks_of_stage_, batch.data,
-                                        [&](const Tensor& x) { return lm_.loss(lm_.head(x), batch.target); });
+    const Tensor out = pipeline_forward(*groups_.pp, shape_, model_, blocks_, batch.data,
+                                        [&](const Tensor& x) { return staged_.head_loss(x, batch.target); });
     if (out.defined()) total += out.item<double>();
   }
   Tensor sum_over_stages = full({1}, total, TensorOptions{.dtype = kFloat64});  // nonzero on the last stage only
@@ -132,7 +131,7 @@ double PipelineRunner::loss(const std::vector<data::Example>& batches) const {
 Tensor PipelineRunner::logits(const Tensor& idx) const {
   std::optional<nn::SequenceParallelPause> pause;  // every position on every rank
   if (tp_) pause.emplace(*tp_, true);
-  const Tensor out = pipeline_forward(*groups_.pp, shape_, model_, blocks_of_stage_, idx, lm_.whole_head);
+  const Tensor out = pipeline_forward(*groups_.pp, shape_, model_, blocks_, idx, staged_.logits);
   const int last = shape_.last_virtual_stage() % shape_.stages;
   constexpr int kTag = (1 << 30) - 1;
   if (groups_.coord.pp == last) {
@@ -146,7 +145,7 @@ Tensor PipelineRunner::logits(const Tensor& idx) const {
 nn::Named<Tensor> PipelineRunner::gather_parameters() const {
   NoGradGuard no_grad;
   nn::Named<Tensor> whole;  // this rank's part, whole tensors (gathered over its tensor-parallel group)
-  for (const auto& [name, p] : lm_.module->named_parameters()) {
+  for (const auto& [name, p] : staged_.module->named_parameters()) {
     const nn::ShardSpec spec = tp_ ? tp_->shard_spec(p) : nn::ShardSpec{};
     whole.emplace_back(name, spec.sharded() ? tp_->gather_shards(p, spec) : p);
   }
@@ -168,4 +167,4 @@ nn::Named<Tensor> PipelineRunner::gather_parameters() const {
   return whole;
 }
 
-}  // namespace samples
+}  // namespace infini::parallel

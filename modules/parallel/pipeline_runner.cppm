@@ -1,0 +1,95 @@
+// PipelineRunner: training a model split over the pipeline group's ranks, each holding only its
+// part (its virtual stages' blocks; the embedding on the first stage, the head on the last: see
+// stage_part). A step runs a schedule (gpipe, 1f1b, interleaved, zb-h1) on a ModelStage over
+// this data-parallel rank's micro-batches; finish_gradients then sums the tied parameters'
+// gradients between the first and last stage and averages every gradient over the
+// data-parallel group. Validation, generation and an export of the whole model run through the
+// stages too.
+//
+//   const auto blocks = parallel::split_blocks(L, layout.pp() * layout.vpp());
+//   MyModel part = build(parallel::stage_part(shape, groups.coord.pp, blocks));  // this rank's
+//   parallel::PipelineRunner pipeline(staged(part), groups, layout, blocks, "1f1b", m);
+//   double loss_sum = pipeline.step(micro_batches);  // on the last stage
+//   pipeline.finish_gradients();
+//   optimizer.scaled_step(optim::clip_coefficient(pipeline.grad_norm(), 1.0));
+module;
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+export module infini.parallel:pipeline_runner;
+import infini.nn;
+import :process_group;
+import :layout;
+import :pipeline_stage;
+import :pipeline_model;
+import :tensor_parallel;
+
+export namespace infini::parallel {
+
+// A model as one pipeline rank holds it: its part of the whole and how to run that.
+struct StagedModel {
+  std::shared_ptr<nn::Module> module;  // this rank's part: the parameters it trains
+  nn::ModelPart part;
+  std::int64_t num_blocks = 0;                      // of the whole model
+  std::function<Tensor(const Tensor& idx)> embed;   // with part.embed: idx (B, T) -> x
+  std::vector<std::shared_ptr<nn::Module>> blocks;  // part.blocks[i] is blocks[i]: x -> x
+  // With part.head: the last block's output and the targets -> the mean loss.
+  std::function<Tensor(const Tensor& x, const Tensor& targets)> head_loss;
+  // With part.head: the last block's output -> logits of every vocabulary column (generation;
+  // may be empty when not needed).
+  std::function<Tensor(const Tensor& x)> logits;
+  // Parameters the first and last stage's parts share (GPT-2's wte): their gradients are
+  // summed between those stages, so that both copies stay equal.
+  std::vector<Tensor> tied_parameters;
+};
+
+class PipelineRunner {
+ public:
+  // blocks_of_virtual_stage: split_blocks' ranges, which model.part must be this rank's
+  // stage_part of; tp: the model's tensor-parallel layers (null without). Collective over the
+  // pipeline group (makes the group of its first and last rank). Error naming the schedule if
+  // it cannot run the shape or its dry run on the simulator fails, or when the part is not this
+  // rank's.
+  PipelineRunner(StagedModel model, ParallelGroups groups, const Layout& layout,
+                 std::vector<std::pair<int, int>> blocks_of_virtual_stage, const std::string& schedule, int micro_batches,
+                 std::shared_ptr<TensorParallel> tp = nullptr);
+
+  // One step over `micro_batches` (this data-parallel rank's, the shape's number of them);
+  // returns the sum of their losses on the rank of the last stage (0 elsewhere). Gradients
+  // accumulate, each micro-batch's loss scaled by 1 / micro_batches.
+  double step(const std::vector<data::Example>& micro_batches);
+  // After step: sums the tied parameters' gradients between the first and last stage and
+  // averages every gradient over the data-parallel group.
+  void finish_gradients();
+  // The 2-norm of the whole model's gradients: each parameter counted once (the tied ones on
+  // the first stage), tensor-parallel shards summed. Collective over the pipeline and
+  // tensor-parallel groups.
+  double grad_norm() const;
+  // The mean loss of `batches` through the stages (no gradients), on every rank of the
+  // pipeline group. Collective over it.
+  double loss(const std::vector<data::Example>& batches) const;
+  // idx (B, T) -> model.logits of it, on every rank of the pipeline group (every position on
+  // every tensor-parallel rank). Collective over it.
+  Tensor logits(const Tensor& idx) const;
+  // The whole model's parameters (whole tensors, by name) on pipeline rank 0 of tensor-parallel
+  // rank 0, from every stage's part; empty elsewhere. Collective over the pipeline and
+  // tensor-parallel groups.
+  nn::Named<Tensor> gather_parameters() const;
+
+  const PipelineShape& shape() const { return shape_; }
+
+ private:
+  StagedModel staged_;
+  ParallelGroups groups_;
+  std::shared_ptr<TensorParallel> tp_;
+  PipelineShape shape_;
+  Schedule schedule_;
+  PipelineModel model_;
+  std::vector<std::pair<int, int>> blocks_;
+  std::shared_ptr<ProcessGroup> embedding_group_;  // pp ranks 0 and p - 1 (null elsewhere)
+};
+
+}  // namespace infini::parallel

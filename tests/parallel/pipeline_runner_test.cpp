@@ -1,0 +1,154 @@
+// parallel::PipelineRunner over a user's model built from nn layers (an embedding, four
+// Linear-Tanh blocks, a linear head), split over the world as pipeline stages that each hold
+// only their part: three SGD steps of 1F1B give the losses, gradient norms and weights of the
+// same model trained on one process, and validation and the gathered parameters match it.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "comm_test_util.h"
+
+import infini.parallel;
+
+namespace infini::parallel::test::pipeline_runner_test {
+namespace {
+
+constexpr std::int64_t kVocab = 40, kChannels = 16, kBlocks = 4, kMicroBatches = 4;
+
+// The whole model, drawn from `seed`: named as a user's model would be ("embed", "h.<l>",
+// "head").
+struct UserModel {
+  std::shared_ptr<nn::EmbeddingImpl> embed;
+  std::vector<std::shared_ptr<nn::Module>> blocks;
+  std::shared_ptr<nn::LinearImpl> head;
+
+  explicit UserModel(std::uint64_t seed) {
+    manual_seed(seed);
+    embed = std::make_shared<nn::EmbeddingImpl>(kVocab, kChannels);
+    for (std::int64_t l = 0; l < kBlocks; ++l)
+      blocks.push_back(nn::Sequential(nn::Linear(kChannels, kChannels), nn::Tanh()).ptr());
+    head = std::make_shared<nn::LinearImpl>(kChannels, kVocab);
+  }
+  static Tensor loss(const Tensor& logits, const Tensor& targets) {
+    return cross_entropy(logits.reshape({-1, kVocab}), targets.reshape({-1}));
+  }
+  Tensor forward_loss(const data::Example& batch) const {
+    Tensor x = (*embed)(batch.data);
+    for (const auto& block : blocks) x = block->forward(x);
+    return loss(head->forward(x), batch.target);
+  }
+};
+
+// This rank's part of `whole` as the runner sees it: only the pieces `part` names, in a
+// module of their own.
+StagedModel staged(const UserModel& whole, const nn::ModelPart& part) {
+  auto module = std::make_shared<nn::ModuleDictImpl>();
+  StagedModel model{.module = module, .part = part, .num_blocks = kBlocks};
+  if (part.embed) {
+    module->insert("embed", whole.embed);
+    model.embed = [embed = whole.embed](const Tensor& idx) { return (*embed)(idx); };
+  }
+  for (const std::int64_t l : part.blocks) {
+    module->insert("h" + std::to_string(l), whole.blocks[static_cast<std::size_t>(l)]);
+    model.blocks.push_back(whole.blocks[static_cast<std::size_t>(l)]);
+  }
+  if (part.head) {
+    module->insert("head", whole.head);
+    model.head_loss = [head = whole.head](const Tensor& x, const Tensor& targets) {
+      return UserModel::loss(head->forward(x), targets);
+    };
+    model.logits = [head = whole.head](const Tensor& x) { return head->forward(x); };
+  }
+  return model;
+}
+
+// Step s's micro-batches: (2, 5) token ids and the next tokens.
+std::vector<data::Example> micro_batches(int step) {
+  std::vector<data::Example> batches;
+  for (int i = 0; i < kMicroBatches; ++i) {
+    std::vector<std::int64_t> ids(12);
+    for (std::size_t j = 0; j < ids.size(); ++j)
+      ids[j] = static_cast<std::int64_t>((j * 7 + static_cast<std::size_t>(i) * 13 + static_cast<std::size_t>(step) * 5) %
+                                         static_cast<std::size_t>(kVocab));
+    const Tensor all = from_vector(ids, {2, 6});
+    batches.push_back({all.slice(1, 0, 5).contiguous(), all.slice(1, 1, 6).contiguous()});
+  }
+  return batches;
+}
+
+TEST(PipelineRunner, UserModelTrainsLikeOneProcess) {
+  auto pg = world();
+  const Layout layout(pg->size(), 1, pg->size());
+  const ParallelGroups groups = make_parallel_groups(layout, pg);
+  const auto blocks = split_blocks(kBlocks, layout.pp());
+  const PipelineShape shape{.stages = layout.pp(), .micro_batches = kMicroBatches};
+  const nn::ModelPart part = stage_part(shape, groups.coord.pp, blocks);
+
+  const UserModel reference(3), mine(3);  // the same weights; this rank trains its part of `mine`
+  PipelineRunner pipeline(staged(mine, part), groups, layout, blocks, "1f1b", kMicroBatches);
+  std::vector<Tensor> reference_params = reference.embed->parameters(), params;
+  for (const auto& block : reference.blocks)
+    for (const Tensor& p : block->parameters()) reference_params.push_back(p);
+  for (const Tensor& p : reference.head->parameters()) reference_params.push_back(p);
+  optim::SGD reference_sgd(reference_params, {.lr = 0.5});
+  const std::vector<Tensor> part_params = staged(mine, part).module->parameters();
+  optim::SGD sgd(part_params, {.lr = 0.5});
+  std::int64_t held = 0;  // this rank's parameters: its part's only
+  for (const Tensor& p : part_params) held += p.numel();
+  const std::int64_t block = kChannels * kChannels + kChannels;
+  EXPECT_EQ(held, static_cast<std::int64_t>(part.blocks.size()) * block + (part.embed ? kVocab * kChannels : 0) +
+                      (part.head ? kChannels * kVocab + kVocab : 0));
+
+  for (int step = 0; step < 3; ++step) {
+    const auto batches = micro_batches(step);
+    reference_sgd.zero_grad();
+    double reference_loss = 0;
+    for (const data::Example& batch : batches) {
+      const Tensor loss = reference.forward_loss(batch);
+      reference_loss += loss.item<double>() / kMicroBatches;
+      div(loss, static_cast<double>(kMicroBatches)).backward();
+    }
+    sgd.zero_grad();
+    Tensor loss = full({1}, pipeline.step(batches) / kMicroBatches, {.dtype = kFloat64});  // on the last stage
+    pipeline.finish_gradients();
+    groups.pp->all_reduce(loss).wait();
+    EXPECT_NEAR(loss.item<double>(), reference_loss, 1e-5) << "step " << step;
+    const double reference_norm = optim::total_grad_norm(reference_params);
+    EXPECT_NEAR(pipeline.grad_norm(), reference_norm, 1e-5 * reference_norm) << "step " << step;
+    reference_sgd.step();
+    sgd.step();
+  }
+
+  // Validation through the stages, and the whole model gathered on rank 0.
+  NoGradGuard no_grad;
+  const auto held_out = micro_batches(7);
+  double reference_loss = 0;
+  for (const data::Example& batch : held_out) reference_loss += reference.forward_loss(batch).item<double>() / kMicroBatches;
+  EXPECT_NEAR(pipeline.loss(held_out), reference_loss, 1e-5);
+  const nn::Named<Tensor> gathered = pipeline.gather_parameters();
+  if (groups.coord.pp != 0) {
+    EXPECT_TRUE(gathered.empty());
+    return;
+  }
+  ASSERT_EQ(gathered.size(), 2 + 2 * kBlocks + 1);  // embed.weight, h<l>.0.weight / bias, head's two
+  for (const auto& [name, tensor] : gathered) {
+    const Tensor& expected = name == "embed.weight"  ? reference.embed->weight
+                             : name == "head.weight" ? reference.head->weight
+                             : name == "head.bias"   ? reference.head->bias
+                                                     : Tensor();
+    if (expected.defined()) {
+      expect_near(tensor, expected, 1e-5, name);
+      continue;
+    }
+    const std::int64_t l = name[1] - '0';  // "h<l>.0.weight"
+    const auto& linear = *std::dynamic_pointer_cast<nn::SequentialImpl>(reference.blocks[static_cast<std::size_t>(l)]);
+    expect_near(tensor, linear.named_parameters().at(name.ends_with("weight") ? 0 : 1).second, 1e-5, name);
+  }
+}
+
+}  // namespace
+}  // namespace infini::parallel::test::pipeline_runner_test
