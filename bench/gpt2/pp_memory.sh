@@ -6,7 +6,7 @@
 # pipeline, 1F1B), one thread per rank, 2 steps. The block split accounts for the embedding and
 # head as Megatron's first/last-stage layer options do: fewer blocks on the first and last
 # stage. Prints each run's peak_bytes_max, its ratio to one process's, and every rank's
-# parameters.
+# parameters and peak.
 #   bench/gpt2/pp_memory.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -18,7 +18,7 @@ common=(--input_bin tests/data/gpt2-tiny/train.bin --sequence_length 64 --total_
 peak() {
   python3 -c 'import json, sys
 s = [json.loads(l)["summary"] for l in open(sys.argv[1]) if "summary" in l][0]
-print(s["peak_bytes_max"], s["parameters"], s["rank_parameters"])' "$1"
+print(s["peak_bytes_max"], s["parameters"], str(s["rank_parameters"]).replace(" ", ""), str([round(b / 2**20) for b in s["rank_peak_bytes"]]).replace(" ", ""))' "$1"
 }
 
 run() {  # name, model flags (one word, '|'-separated), blocks of each stage ("" for one process)
@@ -34,23 +34,23 @@ run() {  # name, model flags (one word, '|'-separated), blocks of each stage (""
 }
 
 report() {  # name, baseline name
-  read -r bytes params ranks < <(peak "$work/$1.jsonl")
-  read -r base _ _ < <(peak "$work/$2.jsonl")
-  python3 -c "import sys; print(f'{sys.argv[1]:>10}: peak_bytes_max {int(sys.argv[2]) / 2**20:8.1f} MiB = {int(sys.argv[2]) / int(sys.argv[3]):.2f}x one process; parameters {sys.argv[4]} of {sys.argv[5]}')" \
-    "$1" "$bytes" "$base" "$ranks" "$params"
+  read -r bytes params ranks peaks < <(peak "$work/$1.jsonl")
+  read -r base _ _ _ < <(peak "$work/$2.jsonl")
+  python3 -c "import sys; print(f'{sys.argv[1]:>10}: peak_bytes_max {int(sys.argv[2]) / 2**20:8.1f} MiB = {int(sys.argv[2]) / int(sys.argv[3]):.2f}x one process; parameters {sys.argv[4]} of {sys.argv[5]}; rank peaks {sys.argv[6]} MiB')" \
+    "$1" "$bytes" "$base" "$ranks" "$params" "$peaks"
 }
 
 d12=--model\|d12
 d16=--model\|custom\|--num_layers\|16\|--num_heads\|12\|--channels\|768\|--max_seq_len\|1024\|--vocab_size\|50257
 run d12_pp1 "$d12" ""
 run d12_pp2 "$d12" 6,6
-run d12_pp4 "$d12" 2,4,4,2
+run d12_pp4 "$d12" 1,5,5,1
 report d12_pp1 d12_pp1
 report d12_pp2 d12_pp1
 report d12_pp4 d12_pp1
 run d16_pp1 "$d16" ""
 run d16_pp2 "$d16" 8,8
-run d16_pp4 "$d16" 3,5,5,3
+run d16_pp4 "$d16" 2,6,6,2
 report d16_pp1 d16_pp1
 report d16_pp2 d16_pp1
 report d16_pp4 d16_pp1
