@@ -361,7 +361,15 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
   std::vector<std::pair<int, int>> stage_blocks;  // the virtual stages' blocks [first, last)
   const PartFor part_for = [&](std::int64_t num_blocks) {
     if (!pipelined) return nn::ModelPart::whole(num_blocks);
-    stage_blocks = parallel::split_blocks(static_cast<int>(num_blocks), layout.pp() * layout.vpp(), f.pipeline_blocks);
+    try {
+      stage_blocks = parallel::split_blocks(static_cast<int>(num_blocks), layout.pp() * layout.vpp(), f.pipeline_blocks);
+    } catch (const Error& e) {  // before the model is built: name the flags that chose the split
+      std::string counts;
+      for (const int n : f.pipeline_blocks) counts += (counts.empty() ? "" : ",") + std::to_string(n);
+      throw Error("train", concat("--pipeline_parallel ", layout.pp(), " x --virtual_pipeline_parallel ", layout.vpp(),
+                                  counts.empty() ? std::string() : " with --pipeline_blocks " + counts,
+                                  " for a model of ", num_blocks, " blocks: ", e.what()));
+    }
     return parallel::stage_part({.stages = layout.pp(), .virtual_stages = layout.vpp()}, ranks.groups.coord.pp,
                                 stage_blocks);
   };
