@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -119,14 +120,13 @@ LanguageModel language_model(Holder model, std::function<void(const std::filesys
 template <class Holder>
 void copy_parameters(const infini::nn::Named<infini::Tensor>& named, const Holder& model) {
   infini::NoGradGuard no_grad;
+  const std::map<std::string, infini::Tensor> by_name(named.begin(), named.end());
   for (const auto& [name, held] : model->named_parameters()) {
+    const auto whole = by_name.find(name);
+    if (whole == by_name.end()) throw infini::Error("copy_parameters", "no tensor named " + name);
     infini::Tensor param = held;  // a handle: copy_ writes the parameter's storage
-    const infini::Tensor* whole = nullptr;
-    for (const auto& [source_name, tensor] : named)
-      if (source_name == name) whole = &tensor;
-    if (!whole) throw infini::Error("copy_parameters", "no tensor named " + name);
     const infini::nn::ShardSpec spec = model->tp->shard_spec(param);
-    param.copy_(spec.sharded() ? spec.shard(*whole, model->tp->rank(), model->tp->size()) : *whole);
+    param.copy_(spec.sharded() ? spec.shard(whole->second, model->tp->rank(), model->tp->size()) : whole->second);
   }
 }
 
