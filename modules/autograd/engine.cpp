@@ -37,10 +37,15 @@ class PassCallbacks {
   }
 };
 
-// Adds incoming gradients into a leaf's grad(), after the leaf's tensor hooks.
+// Adds incoming gradients into a leaf's grad(), after the leaf's tensor hooks. It runs as
+// soon as its gradient is ready (as PyTorch's): a leaf's accumulator outlives the graph that
+// made it while a later graph uses the leaf too (pipeline micro-batches in flight), and
+// ordered by creation it would wait for every node of that later graph, holding each
+// incoming weight gradient until the end of the backward pass (and firing DDP's bucket hooks
+// only then).
 class AccumulateGrad : public Node {
  public:
-  explicit AccumulateGrad(const Tensor& leaf) : Node("AccumulateGrad", {}), leaf_(leaf) {}
+  explicit AccumulateGrad(const Tensor& leaf) : Node("AccumulateGrad", {}, 1, kRunsFirst), leaf_(leaf) {}
 
   Tensor run_hooks(Tensor grad) const {
     for (const TensorHook& hook : leaf_.autograd_meta().hooks) {
@@ -50,12 +55,24 @@ class AccumulateGrad : public Node {
     return grad;
   }
 
+  // The leaf's grad() when a node's gradient for it may be summed into it in place (see
+  // autograd::accumulation_target), else an undefined tensor.
+  Tensor fusable_grad() const {
+    const AutogradMeta& meta = leaf_.autograd_meta();
+    if (!meta.grad.defined() || !meta.hooks.empty() || meta.grad.requires_grad() || !meta.grad.is_exclusive() ||
+        meta.grad.dtype() != leaf_.dtype() || meta.grad.shape() != leaf_.shape())
+      return {};
+    return meta.grad;
+  }
+
   TensorList apply(TensorList grads) override {
     const Tensor& g = grads.at(0);
     if (!g.defined()) return {};
     AutogradMeta& meta = leaf_.autograd_meta();
     const bool create_graph = GradMode::is_enabled();
-    if (!meta.grad.defined()) {
+    if (g.is_same(meta.grad)) {
+      // already summed in by the node that computed it (accumulation_target)
+    } else if (!meta.grad.defined()) {
       // The incoming gradient itself when nothing else holds it, else a fresh copy: it may be
       // shared with other leaves or views. A contiguous leaf gets a contiguous grad (a view's
       // backward may hand over a permuted gradient), as optimizers and buckets expect.
@@ -97,15 +114,27 @@ void check_finite(const Node& node, const TensorList& grads) {
 // Which outputs of a node a pass computes (empty: all), as seen by input_grad_needed().
 thread_local const std::vector<bool>* wanted_outputs = nullptr;
 
+// The running node's accumulation targets per input (empty: none), as seen by
+// accumulation_target().
+thread_local const TensorList* accumulation_targets = nullptr;
+
 class WantedOutputsScope {
  public:
-  explicit WantedOutputsScope(const std::vector<bool>* wanted) : previous_(wanted_outputs) { wanted_outputs = wanted; }
-  ~WantedOutputsScope() { wanted_outputs = previous_; }
+  WantedOutputsScope(const std::vector<bool>* wanted, const TensorList* targets)
+      : previous_(wanted_outputs), previous_targets_(accumulation_targets) {
+    wanted_outputs = wanted;
+    accumulation_targets = targets;
+  }
+  ~WantedOutputsScope() {
+    wanted_outputs = previous_;
+    accumulation_targets = previous_targets_;
+  }
   WantedOutputsScope(const WantedOutputsScope&) = delete;
   WantedOutputsScope& operator=(const WantedOutputsScope&) = delete;
 
  private:
   const std::vector<bool>* previous_;
+  const TensorList* previous_targets_;
 };
 
 using Pending = autograd::DeferredGrads::Pending;
@@ -248,9 +277,21 @@ TensorList run_engine(std::vector<Pending> starts, const PassOptions& options) {
     if (targeted && std::ranges::none_of(mask, [](bool w) { return w; })) continue;
 
     const TensorList grads_in = node->post_hooks().empty() ? TensorList{} : grads;
+    // Leaf gradients this node may sum into in place: a leaf whose only gradient in this pass
+    // comes from here (nothing delivered to it yet, one edge left).
+    TensorList targets;
+    if (!options.create_graph && !targeted)
+      for (std::size_t i = 0; i < edges.size(); ++i) {
+        auto* leaf = is_wanted(mask, edges[i], i) ? dynamic_cast<AccumulateGrad*>(edges[i].node.get()) : nullptr;
+        if (!leaf || dependencies[leaf] != 1 || buffers.contains(leaf) || !leaf->pre_hooks().empty()) continue;
+        if (Tensor grad = leaf->fusable_grad(); grad.defined()) {
+          targets.resize(edges.size());
+          targets[i] = std::move(grad);
+        }
+      }
     TensorList outputs;
     {
-      WantedOutputsScope scope(&mask);
+      WantedOutputsScope scope(&mask, &targets);
       outputs = node->apply(std::move(grads));
     }
     if (anomaly_mode) check_finite(*node, outputs);
@@ -392,6 +433,11 @@ void backward_weight(DeferredGrads& deferred, bool retain_graph) {
   std::vector<Pending> starts = std::move(deferred.pending_);
   deferred.pending_.clear();
   run_guarded(std::move(starts), {.keep_graph = retain_graph, .create_graph = false, .targets = {}});
+}
+
+Tensor accumulation_target(std::size_t input) {
+  if (!accumulation_targets || input >= accumulation_targets->size()) return {};
+  return (*accumulation_targets)[input];
 }
 
 bool input_grad_needed(std::size_t input) {

@@ -86,6 +86,16 @@ void backward_weight(DeferredGrads& deferred, bool retain_graph = false);
 // closures skip computing unused gradients; an unused one that is computed is dropped.
 bool input_grad_needed(std::size_t input);
 
+// Inside a backward closure: the leaf gradient that forward input `input`'s gradient may be
+// summed into in place, or an undefined tensor. Defined when the input is a leaf whose grad()
+// is already defined, held by nothing else and laid out as the leaf, has no tensor hooks, and
+// this node is the only one giving it a gradient in this pass (without create_graph). A
+// closure that adds its gradient into it returns that very tensor for the input: the leaf's
+// accumulation then only runs its post-accumulate hooks. This saves a gradient-sized
+// temporary per accumulation (Megatron's gradient-accumulation fusion), e.g. the dense
+// embedding gradient of every micro-batch after the first.
+Tensor accumulation_target(std::size_t input);
+
 // From inside a backward pass (a hook or a node): runs `callback` once that pass has run
 // every node, before backward() returns, in the order queued (PyTorch's
 // Engine::queue_callback; DDP waits for its all-reduces this way). An exception from a

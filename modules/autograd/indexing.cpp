@@ -163,7 +163,10 @@ Tensor index_select_impl(std::string_view op, const Tensor& self, std::int64_t d
          [dim, shape = self.shape()](const TensorList& g, const TensorList& s) {
            if (!g[0].defined()) return TensorList{Tensor()};
            if (GradMode::is_enabled()) return TensorList{index_add(zeros_for(shape, g[0]), dim, s[0], g[0])};
-           Tensor grad = zeros_for(shape, g[0]);  // no graph needed: scattered into in place
+           // No graph needed: scattered into in place, into the leaf's gradient itself when
+           // it may be (an embedding table's, every micro-batch after the first).
+           Tensor grad = autograd::accumulation_target(0);
+           if (!grad.defined()) grad = zeros_for(shape, g[0]);
            kernels::index_scatter_("index_select", grad, dim, s[0], g[0], ScatterMode::Add);
            return TensorList{grad};
          });

@@ -39,7 +39,7 @@ nn::ModelPart stage_part(const PipelineShape& shape, int rank, const std::vector
   if (static_cast<int>(blocks_of_virtual_stage.size()) != shape.last_virtual_stage() + 1)
     throw Error("stage_part", concat("expected block ranges for ", shape.last_virtual_stage() + 1, " virtual stages, got ",
                                      blocks_of_virtual_stage.size()));
-  nn::ModelPart part{.embed = rank == 0, .head = rank == shape.last_virtual_stage() % shape.stages};
+  nn::ModelPart part{.blocks = {}, .embed = rank == 0, .head = rank == shape.last_virtual_stage() % shape.stages};
   for (int c = 0; c < shape.virtual_stages; ++c) {
     const auto [first, last] = blocks_of_virtual_stage[static_cast<std::size_t>(shape.virtual_stage(rank, c))];
     for (int b = first; b < last; ++b) part.blocks.push_back(b);

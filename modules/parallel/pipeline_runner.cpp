@@ -81,11 +81,27 @@ double PipelineRunner::step(const std::vector<data::Example>& micro_batches) {
   return stage.loss_sum();
 }
 
+bool PipelineRunner::holds_tied_copy(const Tensor& p) const {
+  return groups_.coord.pp != 0 && contains(staged_.tied_parameters, p);
+}
+
+std::vector<Tensor> PipelineRunner::trained_parameters() const {
+  std::vector<Tensor> params;
+  for (const Tensor& p : staged_.module->parameters())
+    if (!holds_tied_copy(p)) params.push_back(p);
+  return params;
+}
+
 void PipelineRunner::finish_gradients() {
   NoGradGuard no_grad;
-  if (embedding_group_ && shape_.stages > 1)
-    for (const Tensor& p : staged_.tied_parameters)
-      if (p.grad().defined()) embedding_group_->all_reduce(p.grad()).wait();
+  if (embedding_group_)  // rank 0 of it is the first stage
+    for (const Tensor& p : staged_.tied_parameters) {
+      if (!p.grad().defined())
+        throw Error("PipelineRunner", concat("a tied parameter of shape ", p.shape(), " has no gradient on pipeline rank ",
+                                             groups_.coord.pp, " after the step"));
+      embedding_group_->reduce(p.grad(), 0).wait();
+      if (holds_tied_copy(p)) p.set_grad(Tensor());
+    }
   if (groups_.dp->size() == 1) return;
   TensorList grads;  // the same parameters on every rank of the dp group (the same stage)
   for (const Tensor& p : staged_.module->parameters())
@@ -101,12 +117,15 @@ void PipelineRunner::finish_gradients() {
   }
 }
 
+void PipelineRunner::share_tied_parameters() {
+  NoGradGuard no_grad;
+  if (embedding_group_)
+    for (const Tensor& p : staged_.tied_parameters) embedding_group_->broadcast(p, 0).wait();
+}
+
 double PipelineRunner::grad_norm() const {
   std::vector<Tensor> params[2];  // tensor-parallel shards, the rest
-  const bool first_stage = groups_.coord.pp == 0;
-  for (const Tensor& p : staged_.module->parameters())
-    if (first_stage || !contains(staged_.tied_parameters, p))  // a tied one counts on the first stage
-      params[tp_ && tp_->shard_spec(p).sharded() ? 0 : 1].push_back(p);
+  for (const Tensor& p : trained_parameters()) params[tp_ && tp_->shard_spec(p).sharded() ? 0 : 1].push_back(p);
   const auto squares = [](const std::vector<Tensor>& list) { return std::pow(optim::total_grad_norm(list), 2); };
   Tensor sharded = full({1}, squares(params[0]), TensorOptions{.dtype = kFloat64});
   groups_.tp->all_reduce(sharded).wait();

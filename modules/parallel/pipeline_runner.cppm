@@ -1,17 +1,21 @@
 // PipelineRunner: training a model split over the pipeline group's ranks, each holding only its
 // part (its virtual stages' blocks; the embedding on the first stage, the head on the last: see
 // stage_part). A step runs a schedule (gpipe, 1f1b, interleaved, zb-h1) on a ModelStage over
-// this data-parallel rank's micro-batches; finish_gradients then sums the tied parameters'
-// gradients between the first and last stage and averages every gradient over the
-// data-parallel group. Validation, generation and an export of the whole model run through the
-// stages too.
+// this data-parallel rank's micro-batches; finish_gradients then adds the last stage's
+// gradients of the tied parameters into the first stage's and averages every gradient over
+// the data-parallel group. The first stage owns the tied parameters (GPT-2's wte): only its
+// optimizer updates them (the last stage keeps no optimizer state for its copy), and
+// share_tied_parameters copies them to the last stage after the update. Validation,
+// generation and an export of the whole model run through the stages too.
 //
 //   const auto blocks = parallel::split_blocks(L, layout.pp() * layout.vpp());
 //   MyModel part = build(parallel::stage_part(shape, groups.coord.pp, blocks));  // this rank's
 //   parallel::PipelineRunner pipeline(staged(part), groups, layout, blocks, "1f1b", m);
+//   optim::AdamW optimizer(pipeline.trained_parameters(), ...);
 //   double loss_sum = pipeline.step(micro_batches);  // on the last stage
 //   pipeline.finish_gradients();
 //   optimizer.scaled_step(optim::clip_coefficient(pipeline.grad_norm(), 1.0));
+//   pipeline.share_tied_parameters();
 module;
 #include <cstdint>
 #include <functional>
@@ -41,8 +45,8 @@ struct StagedModel {
   // With part.head: the last block's output -> logits of every vocabulary column (generation;
   // may be empty when not needed).
   std::function<Tensor(const Tensor& x)> logits;
-  // Parameters the first and last stage's parts share (GPT-2's wte): their gradients are
-  // summed between those stages, so that both copies stay equal.
+  // Parameters the first and last stage's parts share (GPT-2's wte): the first stage's copy
+  // is trained with both stages' gradients and copied to the last stage after each update.
   std::vector<Tensor> tied_parameters;
 };
 
@@ -61,11 +65,18 @@ class PipelineRunner {
   // returns the sum of their losses on the rank of the last stage (0 elsewhere). Gradients
   // accumulate, each micro-batch's loss scaled by 1 / micro_batches.
   double step(const std::vector<data::Example>& micro_batches);
-  // After step: sums the tied parameters' gradients between the first and last stage and
-  // averages every gradient over the data-parallel group.
+  // The parameters this rank's optimizer updates: its part's, less the last stage's copies
+  // of the tied parameters.
+  std::vector<Tensor> trained_parameters() const;
+  // After step: adds the last stage's gradients of the tied parameters into the first
+  // stage's (the last stage's are dropped) and averages every gradient over the
+  // data-parallel group.
   void finish_gradients();
-  // The 2-norm of the whole model's gradients: each parameter counted once (the tied ones on
-  // the first stage), tensor-parallel shards summed. Collective over the pipeline and
+  // After the optimizer's update: the first stage's tied parameters into the last stage's
+  // copies. Collective over the first and last pipeline rank.
+  void share_tied_parameters();
+  // The 2-norm of the whole model's gradients (after finish_gradients): each parameter
+  // counted once, tensor-parallel shards summed. Collective over the pipeline and
   // tensor-parallel groups.
   double grad_norm() const;
   // The mean loss of `batches` through the stages (no gradients), on every rank of the
@@ -90,6 +101,8 @@ class PipelineRunner {
   PipelineModel model_;
   std::vector<std::pair<int, int>> blocks_;
   std::shared_ptr<ProcessGroup> embedding_group_;  // pp ranks 0 and p - 1 (null elsewhere)
+  // Whether p is this rank's copy of a tied parameter that the first stage owns.
+  bool holds_tied_copy(const Tensor& p) const;
 };
 
 }  // namespace infini::parallel

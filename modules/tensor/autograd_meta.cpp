@@ -26,6 +26,9 @@ Node::Node(std::string name, std::vector<Edge> next_edges, std::uint32_t num_out
       num_outputs_(num_outputs),
       sequence_nr_(next_sequence_nr.fetch_add(1, std::memory_order_relaxed)) {}
 
+Node::Node(std::string name, std::vector<Edge> next_edges, std::uint32_t num_outputs, std::uint64_t sequence_nr)
+    : name_(std::move(name)), next_edges_(std::move(next_edges)), num_outputs_(num_outputs), sequence_nr_(sequence_nr) {}
+
 AutogradHooks& autograd_hooks() noexcept {
   static AutogradHooks hooks;
   return hooks;

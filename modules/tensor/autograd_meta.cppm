@@ -77,7 +77,11 @@ class Node : public std::enable_shared_from_this<Node> {
   using PreHook = std::function<std::vector<Tensor>(const std::vector<Tensor>& grad_outputs)>;
   using PostHook = std::function<void(const std::vector<Tensor>& grad_inputs, const std::vector<Tensor>& grad_outputs)>;
 
+  // Numbered in creation order ...
   Node(std::string name, std::vector<Edge> next_edges, std::uint32_t num_outputs = 1);
+  // ... or with a given number: kRunsFirst for a node the engine runs as soon as it is ready.
+  static constexpr std::uint64_t kRunsFirst = UINT64_MAX;
+  Node(std::string name, std::vector<Edge> next_edges, std::uint32_t num_outputs, std::uint64_t sequence_nr);
   virtual ~Node() = default;
 
   // The forward op's name with "Backward" appended, e.g. "MulBackward".

@@ -25,6 +25,7 @@ using namespace infini;
 using Clock = std::chrono::steady_clock;
 
 void add_train_flags(CLI::App& app, TrainFlags& f) {
+  const CLI::IsMember boolean({"0", "1", "false", "true"});  // a bool option's values
   app.add_option("--input_bin", f.input_bin, "training tokens (llm.c token file)")->required();
   app.add_option("--input_val_bin", f.input_val_bin, "validation tokens (llm.c token file)");
   app.add_option("--tokenizer_bin", f.tokenizer_bin, "llm.c tokenizer file, to print generated text");
@@ -44,8 +45,7 @@ void add_train_flags(CLI::App& app, TrainFlags& f) {
   app.add_option("--beta2", f.beta2);
   app.add_option("--eps", f.eps);
   app.add_option("--grad_clip", f.grad_clip, "maximum gradient norm (0: no clipping)");
-  app.add_option("--shuffle", f.shuffle, "0: llm.c's sequential order, 1: sequences permuted per epoch")
-      ->check(CLI::Range(0, 1));
+  app.add_option("--shuffle", f.shuffle, "0: llm.c's sequential order, 1: sequences permuted per epoch")->check(boolean);
   app.add_option("--seed", f.seed, "initialisation, shuffling and sampling");
   app.add_option("--device", f.device,
                  "cpu, or cuda: one process on the first GPU (not under mpirun with several ranks, nor with "
@@ -57,10 +57,10 @@ void add_train_flags(CLI::App& app, TrainFlags& f) {
       ->check(CLI::IsMember({"float32", "bfloat16", "float16"}));
   app.add_option("--tf32", f.tf32,
                  "1: with --device cuda, float32 matrix products on TF32 tensor cores (set_float32_matmul_precision "
-                 "medium; 10-bit mantissa operands, float32 sums)")->check(CLI::Range(0, 1));
+                 "medium; 10-bit mantissa operands, float32 sums)")->check(boolean);
   app.add_option("--cuda_graph", f.cuda_graph,
                  "1: with --device cuda, record the forward and backward passes as a CUDA graph after the first "
-                 "step and replay it every step (one micro-step per step, bfloat16 or float32)")->check(CLI::Range(0, 1));
+                 "step and replay it every step (one micro-step per step, bfloat16 or float32)")->check(boolean);
   app.add_option("--val_loss_every", f.val_loss_every, "steps between validation losses (0: never)");
   app.add_option("--val_batches", f.val_batches, "micro-batches of validation data per evaluation");
   app.add_option("--sample_every", f.sample_every, "steps between generated samples (0: never)");
@@ -79,8 +79,7 @@ void add_train_flags(CLI::App& app, TrainFlags& f) {
                  "under mpirun: ranks each layer is split over (heads, MLP features, vocabulary); the data-parallel "
                  "size is the world size / this")->check(CLI::PositiveNumber);
   app.add_option("--sequence_parallel", f.sequence_parallel,
-                 "1: with --tensor_parallel > 1, split the activations between the split layers along the sequence")
-      ->check(CLI::Range(0, 1));
+                 "1: with --tensor_parallel > 1, split the activations between the split layers along the sequence")->check(boolean);
   app.add_option("--pipeline_parallel", f.pipeline_parallel,
                  "under mpirun: pipeline stages the blocks are split over (the data-parallel size is the world size / "
                  "(tensor x pipeline))")->check(CLI::PositiveNumber);
@@ -342,20 +341,20 @@ std::string json_integers(const std::vector<double>& values) {
 
 int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ranks) {
   const parallel::Layout& layout = ranks.layout;
-  const std::string layout_name = layout.str() + (f.sequence_parallel == 1 ? " SP" : "");
+  const std::string layout_name = layout.str() + (f.sequence_parallel ? " SP" : "");
   const std::int64_t B = f.batch_size, T = f.sequence_length, dp = layout.dp();
   const bool zero = ranks.world && f.zero_stage == 1;
-  if (f.sequence_parallel == 1 && layout.tp() == 1)
+  if (f.sequence_parallel && layout.tp() == 1)
     throw Error("train", "--sequence_parallel 1 splits the sequence over the tensor-parallel ranks: it needs "
                          "--tensor_parallel > 1");
   if (zero && (layout.tp() > 1 || layout.pp() > 1))
     throw Error("train", "--zero_stage 1 with --tensor_parallel or --pipeline_parallel > 1 is not supported (ZeRO-1 "
                          "shards whole parameters of one replica); use data parallelism alone with it");
-  if (f.sequence_parallel == 1 && T % layout.tp() != 0)
+  if (f.sequence_parallel && T % layout.tp() != 0)
     throw Error("train", concat("--sequence_parallel 1 splits --sequence_length ", T, " over ", layout.tp(),
                                 " tensor-parallel ranks: it must be a multiple of ", layout.tp()));
   std::shared_ptr<parallel::TensorParallel> tp;
-  if (layout.tp() > 1) tp = std::make_shared<parallel::TensorParallel>(ranks.groups.tp, f.sequence_parallel == 1);
+  if (layout.tp() > 1) tp = std::make_shared<parallel::TensorParallel>(ranks.groups.tp, f.sequence_parallel);
   // Under pipeline parallelism this rank builds only its stages' part of the model.
   const bool pipelined = layout.pp() > 1;
   std::vector<std::pair<int, int>> stage_blocks;  // the virtual stages' blocks [first, last)
@@ -410,7 +409,8 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
                      tp);
   else if (!f.pipeline_blocks.empty())
     throw Error("train", "--pipeline_blocks splits the blocks between pipeline stages: it needs --pipeline_parallel > 1");
-  auto optimizer = make_optimizer(params, zero ? &ddp->reducer() : nullptr, f);
+  // Pipeline ranks train their part less the last stage's copy of a tied parameter.
+  auto optimizer = make_optimizer(pipeline ? pipeline->trained_parameters() : params, zero ? &ddp->reducer() : nullptr, f);
   if (f.cuda_graph) optimizer->set_capturable(true);  // the graph holds the update too
   auto schedule = make_schedule(*optimizer, f);
   // float16's narrow range: gradients scaled up by a dynamic factor (bfloat16 needs none).
@@ -429,7 +429,7 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
     if (ranks.main()) std::printf("resumed from %s at step %lld\n", f.load.c_str(), static_cast<long long>(state.step));
   }
   const std::uint64_t data_seed = std::stoull(state.metadata.at("data_seed"));
-  TokenBatches train_data(std::make_shared<llmc::TokenFile>(f.input_bin), T, f.shuffle != 0, data_seed);
+  TokenBatches train_data(std::make_shared<llmc::TokenFile>(f.input_bin), T, f.shuffle, data_seed);
   auto save = [&] {
     if (zero || ranks.main_replica()) io::save_checkpoint(state_dir(f.save, ranks, zero), state);
     if (!ranks.main_replica()) return;
@@ -557,6 +557,7 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
       std::printf("step %lld: non-finite gradients, update skipped; loss scale now %g\n", static_cast<long long>(step),
                   scaler.get_scale());
     if (zero) ddp->reducer().all_gather_parameters().wait();  // every rank's updated blocks
+    if (pipeline) pipeline->share_tied_parameters();  // the first stage's updated wte to the last
     schedule->step();
     synchronize(device);  // the update: the clock read next covers the GPU's work
     const auto end = Clock::now();

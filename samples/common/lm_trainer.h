@@ -26,11 +26,11 @@ struct TrainFlags {
   std::int64_t warmup_steps = 0;
   std::string lr_schedule = "cosine";
   double weight_decay = 0, beta1 = 0.9, beta2 = 0.999, eps = 1e-8, grad_clip = 1.0;
-  int shuffle = 0;
+  bool shuffle = false;  // sequences permuted per epoch (else llm.c's sequential order)
   std::uint64_t seed = 42;
   std::string device = "cpu", dtype = "float32";
-  int tf32 = 0;  // 1: CUDA float32 matrix products on TF32 tensor cores
-  int cuda_graph = 0;  // 1: forward + backward captured once as a CUDA graph and replayed
+  bool tf32 = false;  // CUDA float32 matrix products on TF32 tensor cores
+  bool cuda_graph = false;  // forward + backward captured once as a CUDA graph and replayed
   std::int64_t val_loss_every = 0, val_batches = 20, sample_every = 0, text_length = 64, top_k = 40;
   double temperature = 1.0;
   std::string save, load, metrics_out;
@@ -38,7 +38,7 @@ struct TrainFlags {
   int threads = 0;
   int zero_stage = 0;  // 1: ZeRO-1 under mpirun (optimizer state sharded over the data-parallel ranks)
   int tensor_parallel = 1;    // ranks each layer is split over (mpirun); dp = world / (tensor x pipeline)
-  int sequence_parallel = 0;  // 1: activations between the tensor-parallel regions split along the sequence
+  bool sequence_parallel = false;  // activations between the tensor-parallel regions split along the sequence
   int pipeline_parallel = 1;  // pipeline stages (mpirun), the blocks split between them
   int virtual_pipeline_parallel = 1;  // chunks of blocks per pipeline rank (interleaved schedule)
   std::string pp_schedule = "1f1b";   // gpipe, 1f1b, interleaved or zb-h1

@@ -17,6 +17,8 @@ Tensor leaf(std::vector<double> values, Shape shape = {}) {
   return from_vector(values, shape, {.dtype = kFloat64}).requires_grad_();
 }
 
+bool same_values(const Tensor& a, const Tensor& b) { return all(eq(a, b)).item<bool>(); }
+
 std::vector<double> vals(const Tensor& t) {
   const Tensor c = t.detach().to(kFloat64).contiguous();
   return std::vector<double>(c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
@@ -198,6 +200,65 @@ TEST(Engine, PostAccumulateGradHooksSeeTheFinalGrad) {
   sum(add(mul(x, 2.0), mul(x, 3.0))).backward();  // two paths, one accumulation
   EXPECT_EQ(calls, 1);
   EXPECT_EQ(seen, (std::vector<double>{5, 5}));
+}
+
+// A leaf's accumulator outlives the graph that made it while a later graph uses the leaf too
+// (pipeline micro-batches in flight): in the later graph's backward it still runs as soon as
+// its gradient is ready, not after every node created since.
+TEST(Engine, LeafGradientsAccumulateAsSoonAsReady) {
+  Tensor w = leaf({2}), v = leaf({3}), x = leaf({5});
+  std::vector<std::string> events;
+  w.register_post_accumulate_grad_hook([&](const Tensor&) { events.push_back("w"); });
+  v.register_post_accumulate_grad_hook([&](const Tensor&) { events.push_back("v"); });
+  const Tensor first = mul(w, x);  // w's accumulator is made here
+  const Tensor second = mul(mul(v, 2.0), w);  // v * 2 is made after it, and is ready with w
+  second.backward();
+  EXPECT_EQ(events, (std::vector<std::string>{"w", "v"}));
+  EXPECT_EQ(vals(w.grad()), (std::vector<double>{6}));
+  first.backward();
+  EXPECT_EQ(vals(w.grad()), (std::vector<double>{11}));
+}
+
+// A gradient a node computes by scattering (an embedding's) is summed into the leaf's grad()
+// in place when nothing else gives the leaf a gradient in that pass: the grad keeps its
+// storage and no table-sized temporary is made. Hooks, several uses in one pass and
+// create_graph take the usual path with the same values.
+TEST(Engine, AGradientIsSummedIntoTheLeafsGradInPlace) {
+  constexpr std::int64_t rows = 1000, cols = 64;  // 256 KB of float32
+  const Tensor table = randn({rows, cols}).requires_grad_();
+  const Tensor idx = from_vector(std::vector<std::int64_t>{3, 7, 3}, {3});
+  const auto expected = [&](double passes) {  // rows 3 (twice) and 7 get the output gradient 1
+    Tensor e = zeros({rows, cols});
+    e.slice(0, 3, 4).fill_(2.0 * passes);
+    e.slice(0, 7, 8).fill_(passes);
+    return e;
+  };
+  int accumulated = 0;
+  table.register_post_accumulate_grad_hook([&](const Tensor&) { ++accumulated; });
+  sum(embedding(idx, table)).backward();
+  const void* storage = table.grad().data_ptr<float>();
+  reset_peak_memory_stats(Device::cpu());
+  const std::int64_t before = memory_stats(Device::cpu()).allocated_bytes;
+  sum(embedding(idx, table)).backward();
+  EXPECT_LT(memory_stats(Device::cpu()).peak_allocated_bytes - before, rows * cols * 4);
+  EXPECT_EQ(table.grad().data_ptr<float>(), storage);
+  EXPECT_EQ(accumulated, 2);
+  EXPECT_TRUE(same_values(table.grad(), expected(2)));
+
+  // Two uses in one pass: both gradients summed, once each.
+  sum(add(embedding(idx, table), embedding(idx, table))).backward();
+  EXPECT_TRUE(same_values(table.grad(), expected(4)));
+  // A tensor hook sees this pass's gradient alone.
+  Tensor seen;
+  const Tensor hooked = randn({rows, cols}).requires_grad_();
+  hooked.register_hook([&](const Tensor& g) {
+    seen = g.clone();
+    return Tensor();
+  });
+  sum(embedding(idx, hooked)).backward();
+  sum(embedding(idx, hooked)).backward();
+  EXPECT_TRUE(same_values(seen, expected(1)));
+  EXPECT_TRUE(same_values(hooked.grad(), expected(2)));
 }
 
 // Callbacks queued during a pass run after every node of that pass, in order, before

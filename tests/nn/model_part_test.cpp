@@ -133,7 +133,7 @@ TEST(ModelPart, Names) {
   EXPECT_EQ(nn::ModelPart::whole(3).str(), "embed, blocks 0-2, head");
   EXPECT_EQ((nn::ModelPart{.blocks = {1, 3}, .embed = false, .head = true}).str(), "blocks 1, 3, head");
   EXPECT_EQ((nn::ModelPart{.blocks = {0, 1, 4, 5, 6}, .embed = true, .head = false}).str(), "embed, blocks 0-1, 4-6");
-  EXPECT_EQ((nn::ModelPart{.embed = false, .head = false}).str(), "nothing");
+  EXPECT_EQ((nn::ModelPart{.blocks = {}, .embed = false, .head = false}).str(), "nothing");
   EXPECT_TRUE(nn::ModelPart::whole(3).is_whole(3));
   EXPECT_FALSE((nn::ModelPart{.blocks = {0, 1, 2}, .embed = true, .head = false}).is_whole(3));
 }

@@ -1,7 +1,8 @@
 // parallel::PipelineRunner over a user's model built from nn layers (an embedding, four
-// Linear-Tanh blocks, a linear head), split over the world as pipeline stages that each hold
-// only their part: three SGD steps of 1F1B give the losses, gradient norms and weights of the
-// same model trained on one process, and validation and the gathered parameters match it.
+// Linear-Tanh blocks, a head whose weight is the embedding's table, tied as GPT-2's), split
+// over the world as pipeline stages that each hold only their part: three SGD steps of 1F1B
+// give the losses, gradient norms and weights of the same model trained on one process (the
+// last stage's copy of the table too), and validation and the gathered parameters match it.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -19,19 +20,29 @@ namespace {
 
 constexpr std::int64_t kVocab = 40, kChannels = 16, kBlocks = 4, kMicroBatches = 4;
 
+// The head: x (B, T, C) -> x table^T + bias (B, T, V), with the embedding's table.
+struct TiedHeadImpl : nn::Module {
+  std::shared_ptr<nn::EmbeddingImpl> table;
+  Tensor bias;
+  explicit TiedHeadImpl(std::shared_ptr<nn::EmbeddingImpl> embed) : table(std::move(embed)) {
+    bias = register_parameter("bias", mul(randn({kVocab}), 0.1));
+  }
+  Tensor forward(const Tensor& x) const { return linear(x, table->weight, bias); }
+};
+
 // The whole model, drawn from `seed`: named as a user's model would be ("embed", "h.<l>",
 // "head").
 struct UserModel {
   std::shared_ptr<nn::EmbeddingImpl> embed;
   std::vector<std::shared_ptr<nn::Module>> blocks;
-  std::shared_ptr<nn::LinearImpl> head;
+  std::shared_ptr<TiedHeadImpl> head;
 
   explicit UserModel(std::uint64_t seed) {
     manual_seed(seed);
     embed = std::make_shared<nn::EmbeddingImpl>(kVocab, kChannels);
     for (std::int64_t l = 0; l < kBlocks; ++l)
       blocks.push_back(nn::Sequential(nn::Linear(kChannels, kChannels), nn::Tanh()).ptr());
-    head = std::make_shared<nn::LinearImpl>(kChannels, kVocab);
+    head = std::make_shared<TiedHeadImpl>(embed);
   }
   static Tensor loss(const Tensor& logits, const Tensor& targets) {
     return cross_entropy(logits.reshape({-1, kVocab}), targets.reshape({-1}));
@@ -44,14 +55,12 @@ struct UserModel {
 };
 
 // This rank's part of `whole` as the runner sees it: only the pieces `part` names, in a
-// module of their own.
+// module of their own; the head's part holds the table too.
 StagedModel staged(const UserModel& whole, const nn::ModelPart& part) {
   auto module = std::make_shared<nn::ModuleDictImpl>();
-  StagedModel model{.module = module, .part = part, .num_blocks = kBlocks};
-  if (part.embed) {
-    module->insert("embed", whole.embed);
-    model.embed = [embed = whole.embed](const Tensor& idx) { return (*embed)(idx); };
-  }
+  StagedModel model{.module = module, .part = part, .num_blocks = kBlocks, .tied_parameters = {whole.embed->weight}};
+  if (part.embed || part.head) module->insert("embed", whole.embed);
+  if (part.embed) model.embed = [embed = whole.embed](const Tensor& idx) { return (*embed)(idx); };
   for (const std::int64_t l : part.blocks) {
     module->insert("h" + std::to_string(l), whole.blocks[static_cast<std::size_t>(l)]);
     model.blocks.push_back(whole.blocks[static_cast<std::size_t>(l)]);
@@ -96,12 +105,15 @@ TEST(PipelineRunner, UserModelTrainsLikeOneProcess) {
   for (const Tensor& p : reference.head->parameters()) reference_params.push_back(p);
   optim::SGD reference_sgd(reference_params, {.lr = 0.5});
   const std::vector<Tensor> part_params = staged(mine, part).module->parameters();
-  optim::SGD sgd(part_params, {.lr = 0.5});
+  // The first stage owns the table: the last one trains its copy only through it.
+  const std::vector<Tensor> trained = pipeline.trained_parameters();
+  EXPECT_EQ(trained.size(), part_params.size() - (part.head && groups.coord.pp != 0 ? 1 : 0));
+  optim::SGD sgd(trained, {.lr = 0.5});
   std::int64_t held = 0;  // this rank's parameters: its part's only
   for (const Tensor& p : part_params) held += p.numel();
   const std::int64_t block = kChannels * kChannels + kChannels;
-  EXPECT_EQ(held, static_cast<std::int64_t>(part.blocks.size()) * block + (part.embed ? kVocab * kChannels : 0) +
-                      (part.head ? kChannels * kVocab + kVocab : 0));
+  EXPECT_EQ(held, static_cast<std::int64_t>(part.blocks.size()) * block +
+                      (part.embed || part.head ? kVocab * kChannels : 0) + (part.head ? kVocab : 0));
 
   for (int step = 0; step < 3; ++step) {
     const auto batches = micro_batches(step);
@@ -121,6 +133,9 @@ TEST(PipelineRunner, UserModelTrainsLikeOneProcess) {
     EXPECT_NEAR(pipeline.grad_norm(), reference_norm, 1e-5 * reference_norm) << "step " << step;
     reference_sgd.step();
     sgd.step();
+    pipeline.share_tied_parameters();
+    if (part.embed || part.head)  // either end's copy of the table
+      expect_near(mine.embed->weight, reference.embed->weight, 1e-5, "embed.weight, step " + std::to_string(step));
   }
 
   // Validation through the stages, and the whole model gathered on rank 0.
@@ -134,12 +149,11 @@ TEST(PipelineRunner, UserModelTrainsLikeOneProcess) {
     EXPECT_TRUE(gathered.empty());
     return;
   }
-  ASSERT_EQ(gathered.size(), 2 + 2 * kBlocks + 1);  // embed.weight, h<l>.0.weight / bias, head's two
+  ASSERT_EQ(gathered.size(), 1 + 2 * kBlocks + 1);  // embed.weight, h<l>.0.weight / bias, head.bias
   for (const auto& [name, tensor] : gathered) {
-    const Tensor& expected = name == "embed.weight"  ? reference.embed->weight
-                             : name == "head.weight" ? reference.head->weight
-                             : name == "head.bias"   ? reference.head->bias
-                                                     : Tensor();
+    const Tensor& expected = name == "embed.weight" ? reference.embed->weight
+                             : name == "head.bias"  ? reference.head->bias
+                                                    : Tensor();
     if (expected.defined()) {
       expect_near(tensor, expected, 1e-5, name);
       continue;
