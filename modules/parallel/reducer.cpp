@@ -286,6 +286,9 @@ Reducer::Reducer(std::vector<Tensor> params, std::vector<std::string> names, std
 
 Reducer::~Reducer() = default;
 
+const std::vector<Tensor>& Reducer::parameters() const { return state_->params; }
+const std::shared_ptr<ProcessGroup>& Reducer::group() const { return state_->group; }
+
 void Reducer::set_sync(bool sync) { state_->sync = sync; }
 bool Reducer::sync() const { return state_->sync; }
 

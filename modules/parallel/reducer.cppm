@@ -66,6 +66,10 @@ class Reducer {
   Reducer(const Reducer&) = delete;
   Reducer& operator=(const Reducer&) = delete;
 
+  // The parameters it averages, in the order given, and its group.
+  const std::vector<Tensor>& parameters() const;
+  const std::shared_ptr<ProcessGroup>& group() const;
+
   // Whether backward passes average gradients (false: accumulate locally only).
   void set_sync(bool sync);
   bool sync() const;

@@ -1,5 +1,7 @@
 // TensorParallel (see tensor_parallel.cppm).
 module;
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <memory>
@@ -79,12 +81,8 @@ Tensor TensorParallel::gather_shards(const Tensor& shard, const nn::ShardSpec& s
   return spec.unshard(shards);
 }
 
-void TensorParallel::reduce_sequence_parallel_grads() {
-  if (!sequence_parallel_ || size() == 1) return;
+void TensorParallel::sum_over_ranks(std::vector<Tensor> grads) const {
   NoGradGuard no_grad;
-  std::vector<Tensor> grads;  // one all-reduce per dtype (in practice one)
-  for (const Tensor& p : sequence_partial_)
-    if (p.grad().defined()) grads.push_back(p.grad());
   while (!grads.empty()) {
     const DataType dtype = grads.front().dtype();
     std::vector<Tensor> same, rest;
@@ -102,17 +100,72 @@ void TensorParallel::reduce_sequence_parallel_grads() {
   }
 }
 
+bool TensorParallel::is_sequence_partial(const Tensor& param) const {
+  return std::ranges::any_of(sequence_partial_, [&](const Tensor& p) { return p.is_same(param); });
+}
+
+void TensorParallel::reduce_sequence_parallel_grads() {
+  if (!sequence_parallel_ || size() == 1) return;
+  std::vector<Tensor> grads;
+  for (const Tensor& p : sequence_partial_)
+    if (p.grad().defined()) grads.push_back(p.grad());
+  sum_over_ranks(std::move(grads));
+}
+
+void TensorParallel::reduce_sequence_parallel_grads(const Reducer& reducer) {
+  if (!sequence_parallel_ || size() == 1) return;
+  std::vector<Tensor> grads;
+  for (std::size_t k = 0; k < reducer.shard_pieces().size(); ++k)
+    if (is_sequence_partial(reducer.parameters().at(reducer.shard_owners()[k])) &&
+        reducer.shard_pieces()[k].grad().defined())
+      grads.push_back(reducer.shard_pieces()[k].grad());
+  sum_over_ranks(std::move(grads));
+}
+
+namespace {
+
+// Sums of the squares of `grads`' entries: [those of tensor-parallel shards, the rest].
+std::array<double, 2> squares(const std::vector<Tensor>& grads, const std::vector<bool>& sharded) {
+  std::array<double, 2> sums{0, 0};
+  for (std::size_t i = 0; i < grads.size(); ++i) {
+    if (!grads[i].defined()) continue;
+    const Tensor g = grads[i].to(kFloat64);
+    sums[sharded[i] ? 0 : 1] += sum(mul(g, g)).item<double>();
+  }
+  return sums;
+}
+
+}  // namespace
+
 double TensorParallel::grad_norm(const std::vector<Tensor>& params) const {
   NoGradGuard no_grad;
-  double sharded = 0, replicated = 0;  // sums of squares
+  std::vector<Tensor> grads;
+  std::vector<bool> sharded;
   for (const Tensor& p : params) {
-    if (!p.grad().defined()) continue;
-    const Tensor g = p.grad().to(kFloat64);
-    (shard_spec(p).sharded() ? sharded : replicated) += sum(mul(g, g)).item<double>();
+    grads.push_back(p.grad());
+    sharded.push_back(shard_spec(p).sharded());
   }
-  Tensor total = full({1}, sharded, TensorOptions{.dtype = kFloat64});
+  const auto [shards, replicated] = squares(grads, sharded);
+  Tensor total = full({1}, shards, TensorOptions{.dtype = kFloat64});
   group_->all_reduce(total).wait();
   return std::sqrt(total.item<double>() + replicated);
+}
+
+double TensorParallel::grad_norm(const Reducer& reducer) const {
+  NoGradGuard no_grad;
+  std::vector<Tensor> grads;
+  std::vector<bool> sharded;
+  for (std::size_t k = 0; k < reducer.shard_pieces().size(); ++k) {
+    grads.push_back(reducer.shard_pieces()[k].grad());
+    sharded.push_back(shard_spec(reducer.parameters().at(reducer.shard_owners()[k])).sharded());
+  }
+  const auto [shards, replicated] = squares(grads, sharded);
+  // Pieces are disjoint over the data-parallel ranks, shards over the tensor-parallel ones.
+  Tensor both = from_vector(std::vector<double>{shards, replicated}, {2}, {.dtype = kFloat64});
+  reducer.group()->all_reduce(both).wait();
+  Tensor total = both.slice(0, 0, 1).contiguous();
+  group_->all_reduce(total).wait();
+  return std::sqrt(total.item<double>() + both.data_ptr<double>()[1]);
 }
 
 }  // namespace infini::parallel

@@ -7,6 +7,9 @@
 //   nn::GPT2 model(config, tp);
 //   model->load_llmc_tensors(whole->llmc_tensors());  // the single-process weights, sharded
 //   ... loss.backward(); tp->reduce_sequence_parallel_grads(); tp->grad_norm(params) ...
+//
+// Under ZeRO-1 (a Reducer with shard_gradients over the data-parallel group) the optimizer
+// holds this rank's pieces of the averaged gradients: the same two steps take the reducer.
 module;
 #include <cstdint>
 #include <memory>
@@ -16,6 +19,7 @@ import infini.nn;
 import :process_group;
 import :tp_mappings;
 import :tp_layers;
+import :reducer;
 
 export namespace infini::parallel {
 
@@ -60,11 +64,20 @@ class TensorParallel : public nn::TensorParallelLayers, public std::enable_share
   // The 2-norm of the gradients of `params` (a model's): its shards' squares summed over the
   // ranks, each replicated parameter counted once. The same on every rank (collective).
   double grad_norm(const std::vector<Tensor>& params) const;
+  // The same two under ZeRO-1, where `reducer` (shard_gradients, over the data-parallel group)
+  // shards this rank's parameters: on this rank's pieces of them (reducer.shard_pieces(),
+  // blocks of the averaged gradients; every tensor-parallel rank's pieces lie alike), and the
+  // norm from every data-parallel rank's pieces. Collective over both groups.
+  void reduce_sequence_parallel_grads(const Reducer& reducer);
+  double grad_norm(const Reducer& reducer) const;
 
  private:
   GroupPtr group_;
   bool sequence_parallel_;
   int pauses_ = 0;
+  // Sums `grads` over the ranks in place (one all-reduce per dtype).
+  void sum_over_ranks(std::vector<Tensor> grads) const;
+  bool is_sequence_partial(const Tensor& param) const;
   std::vector<Tensor> sequence_partial_;  // parameters whose gradients reduce_sequence_parallel_grads sums
 };
 

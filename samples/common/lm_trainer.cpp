@@ -73,8 +73,8 @@ void add_train_flags(CLI::App& app, TrainFlags& f) {
   app.add_option("--metrics_out", f.metrics_out, "JSON lines file, one object per step");
   app.add_option("--threads", f.threads, "OpenMP threads (0: the default)");
   app.add_option("--zero_stage", f.zero_stage,
-                 "1: under mpirun, shard the optimizer state over the data-parallel ranks (ZeRO-1); each rank "
-                 "saves its shard")->check(CLI::Range(0, 1));
+                 "1: under mpirun, shard the optimizer state over the data-parallel ranks (ZeRO-1; with "
+                 "--tensor_parallel too); each rank saves its shard")->check(CLI::Range(0, 1));
   app.add_option("--tensor_parallel", f.tensor_parallel,
                  "under mpirun: ranks each layer is split over (heads, MLP features, vocabulary); the data-parallel "
                  "size is the world size / this")->check(CLI::PositiveNumber);
@@ -347,9 +347,9 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
   if (f.sequence_parallel && layout.tp() == 1)
     throw Error("train", "--sequence_parallel 1 splits the sequence over the tensor-parallel ranks: it needs "
                          "--tensor_parallel > 1");
-  if (zero && (layout.tp() > 1 || layout.pp() > 1))
-    throw Error("train", "--zero_stage 1 with --tensor_parallel or --pipeline_parallel > 1 is not supported (ZeRO-1 "
-                         "shards whole parameters of one replica); use data parallelism alone with it");
+  if (zero && layout.pp() > 1)
+    throw Error("train", "--zero_stage 1 with --pipeline_parallel > 1 is not supported yet (the pipeline averages its "
+                         "gradients outside the data-parallel reducer); use it with data and tensor parallelism");
   if (f.sequence_parallel && T % layout.tp() != 0)
     throw Error("train", concat("--sequence_parallel 1 splits --sequence_length ", T, " over ", layout.tp(),
                                 " tensor-parallel ranks: it must be a multiple of ", layout.tp()));
@@ -540,10 +540,11 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
     }
     const auto t_update = Clock::now();
     if (scaler.is_enabled()) scaler.unscale_(*optimizer);  // records whether a grad overflowed
-    if (tp) tp->reduce_sequence_parallel_grads();
+    if (tp && zero) tp->reduce_sequence_parallel_grads(ddp->reducer());  // on the optimizer's pieces
+    else if (tp) tp->reduce_sequence_parallel_grads();
     // Clipping's scale is folded into AdamW's update (no pass over the grads of its own).
     const double norm = graphed_norm ? *graphed_norm
-                        : zero       ? ddp->reducer().sharded_grad_norm()
+                        : zero       ? (tp ? tp->grad_norm(ddp->reducer()) : ddp->reducer().sharded_grad_norm())
                         : pipeline   ? pipeline->grad_norm()
                         : tp         ? tp->grad_norm(params)
                                      : optim::total_grad_norm(params);
