@@ -134,13 +134,21 @@ namespace {
 // A linear layer's parameter gradients from its output gradient g (*, out) and input x
 // (*, in): dW = g^T @ x over the rows (when weight_grad) and db = g summed to the bias's
 // shape (when bias_grad). Outside create_graph both come from one product where the device
-// fuses them (kernels::matmul_and_row_sums: db is the row sums of g^T).
+// fuses them (kernels::matmul_and_row_sums: db is the row sums of g^T). When the weight's
+// existing grad may take it (autograd::accumulation_target), dW is summed into it by the GEMM
+// itself and that grad returned (a weight gradient accumulated over micro-batches: no
+// weight-sized temporary).
 std::pair<Tensor, Tensor> linear_parameter_grads(const Tensor& g, const Tensor& x, bool weight_grad,
-                                                 const Operand& bias, bool bias_grad) {
+                                                 const Operand& bias, bool bias_grad, const Tensor& weight_target) {
   Tensor dw, db;
   if (weight_grad) {
     const std::int64_t rows = rows_of(g.shape()), out = g.shape().back();
     const Tensor g2 = g.reshape({rows, out}), x2 = x.reshape({rows, x.shape().back()});
+    if (weight_target.defined() && weight_target.dtype() == g2.dtype() && g2.dtype() == x2.dtype() &&
+        weight_target.device() == g2.device()) {
+      kernels::matmul_accumulate_(weight_target, g2.transpose(0, 1), x2);  // (out, rows) @ (rows, in)
+      return {weight_target, bias_grad ? sum_to(g, bias.shape) : Tensor()};
+    }
     const bool fusable = bias_grad && !GradMode::is_enabled() && bias.shape.size() == 1 && bias.shape[0] == out &&
                          g2.dtype() == x2.dtype();
     if (const auto fused = fusable ? kernels::matmul_and_row_sums(g2.transpose(0, 1), x2) : std::nullopt)
@@ -171,7 +179,8 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
            if (ix.requires_grad && autograd::input_grad_needed(0)) grads[0] = matmul(g[0], s[1]);  // (*, out) @ (out, in)
            const bool weight_grad = iw.requires_grad && autograd::input_grad_needed(1);
            const bool bias_grad = ibias.requires_grad && autograd::input_grad_needed(2);
-           auto [dw, db] = linear_parameter_grads(g[0], s[0], weight_grad, ibias, bias_grad);
+           auto [dw, db] = linear_parameter_grads(g[0], s[0], weight_grad, ibias, bias_grad,
+                                                  weight_grad ? autograd::accumulation_target(1) : Tensor());
            grads[1] = dw;
            if (bias_grad) grads[2] = db;
            return grads;
@@ -233,9 +242,11 @@ Tensor dense_gelu_dense(const Tensor& x, const Tensor& w1, const Tensor& b1, con
            Shape hidden_shape = ix.shape;
            hidden_shape.back() = hidden;
            // c_proj: dw2, db2 from g and act; the GELU's input gradient dh = (g @ w2) gelu'(pre).
-           auto [dw2, db2] =
-               linear_parameter_grads(g[0], a.view(hidden_shape), needed(iw2, at_w2), ib2, needed(ib2, at_b2));
-           if (needed(iw2, at_w2)) grads[static_cast<std::size_t>(at_w2)] = dw2;
+           const bool w2_grad = needed(iw2, at_w2);
+           auto [dw2, db2] = linear_parameter_grads(
+               g[0], a.view(hidden_shape), w2_grad, ib2, needed(ib2, at_b2),
+               w2_grad ? autograd::accumulation_target(static_cast<std::size_t>(at_w2)) : Tensor());
+           if (w2_grad) grads[static_cast<std::size_t>(at_w2)] = dw2;
            if (needed(ib2, at_b2)) grads[static_cast<std::size_t>(at_b2)] = db2;
            const bool w1_grad = needed(iw1, 1), b1_grad = needed(ib1, at_b1), x_grad = needed(ix, 0);
            if (!w1_grad && !b1_grad && !x_grad) return grads;
@@ -244,7 +255,8 @@ Tensor dense_gelu_dense(const Tensor& x, const Tensor& w1, const Tensor& b1, con
            if (tanh_form && !GradMode::is_enabled() && g2.dtype() == h.dtype())
              dh = kernels::matmul_gelu_grad(g2, sw2.detach(), h);
            if (!dh) dh = gelu_backward(matmul(g2, sw2), h, approximate);  // (rows, out) @ (out, hidden)
-           auto [dw1, db1] = linear_parameter_grads(dh->view(hidden_shape), sx, w1_grad, ib1, b1_grad);
+           auto [dw1, db1] = linear_parameter_grads(dh->view(hidden_shape), sx, w1_grad, ib1, b1_grad,
+                                                    w1_grad ? autograd::accumulation_target(1) : Tensor());
            if (w1_grad) grads[1] = dw1;
            if (b1_grad) grads[static_cast<std::size_t>(at_b1)] = db1;
            if (x_grad) grads[0] = matmul(*dh, sw1).view(ix.shape);  // (rows, hidden) @ (hidden, in)

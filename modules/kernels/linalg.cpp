@@ -106,6 +106,19 @@ Tensor matmul(const Tensor& a, const Tensor& b, const MatmulOptions& o) {
   return out.view(result_shape);
 }
 
+void matmul_accumulate_(const Tensor& out, const Tensor& a, const Tensor& b) {
+  NoGradGuard no_grad;
+  constexpr std::string_view op = "matmul_accumulate_";
+  check_operands(a, b, {.bias = out, .op = op});
+  if (a.dim() != 2 || b.dim() != 2 || a.shape()[1] != b.shape()[0] || out.shape() != Shape{a.shape()[0], b.shape()[1]})
+    throw ShapeError(op, concat("expected a (m, k), b (k, n) and out (m, n), got shapes ", a.shape(), ", ", b.shape(),
+                                " and ", out.shape()));
+  if (!out.is_contiguous()) throw ShapeError(op, concat("expected a contiguous out, got strides ", out.strides()));
+  if (out.numel() == 0) return;
+  KernelTable<GemmKernel>::call(out.device(), out, a, b, 1.0, 1.0, Tensor());
+  out.storage().bump_version();
+}
+
 namespace {
 
 // The operands of a fused single product: matrices (m, k) and (k, n) of one floating-point

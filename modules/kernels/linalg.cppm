@@ -93,6 +93,11 @@ struct MatmulOptions {
 // cuBLASLt on tensor cores). ShapeError names both shapes.
 Tensor matmul(const Tensor& a, const Tensor& b, const MatmulOptions& options = {});
 
+// out += a @ b in place for matrices a (m, k), b (k, n) and a contiguous out (m, n) of their
+// dtype and device: one GEMM with beta = 1, no product-sized temporary (a gradient summed
+// into a weight's existing one). ShapeError / DTypeError / DeviceError name the operands.
+void matmul_accumulate_(const Tensor& out, const Tensor& a, const Tensor& b);
+
 // a @ b and the row sums of a (sum over k, a's dtype) for 2-D a (m, k) and b (k, n) of one
 // floating-point dtype on one device, from one fused pass (GemmRowSumsKernel), or nullopt
 // where the device has none for this problem: the caller then computes them apart.

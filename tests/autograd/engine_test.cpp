@@ -259,6 +259,20 @@ TEST(Engine, AGradientIsSummedIntoTheLeafsGradInPlace) {
   sum(embedding(idx, hooked)).backward();
   EXPECT_TRUE(same_values(seen, expected(1)));
   EXPECT_TRUE(same_values(hooked.grad(), expected(2)));
+
+  // A linear layer's weight gradient: the GEMM sums into the existing grad (beta = 1).
+  const Tensor weight = randn({300, 200}).requires_grad_();  // 240 KB
+  const Tensor x = randn({4, 200});
+  sum(linear(x, weight)).backward();
+  const void* weight_storage = weight.grad().data_ptr<float>();
+  reset_peak_memory_stats(Device::cpu());
+  const std::int64_t weight_before = memory_stats(Device::cpu()).allocated_bytes;
+  sum(linear(x, weight)).backward();
+  EXPECT_LT(memory_stats(Device::cpu()).peak_allocated_bytes - weight_before, 300 * 200 * 4);
+  EXPECT_EQ(weight.grad().data_ptr<float>(), weight_storage);
+  // d/dW sum(x W^T) = 1^T x: every row is x's column sums; twice after two passes.
+  const Tensor twice = mul(sum(x, {0}, true).expand({300, 200}), 2.0);
+  EXPECT_LT(max(abs(sub(weight.grad(), twice))).item<float>(), 1e-5f);
 }
 
 // Callbacks queued during a pass run after every node of that pass, in order, before

@@ -27,7 +27,7 @@ struct TiedHeadImpl : nn::Module {
   explicit TiedHeadImpl(std::shared_ptr<nn::EmbeddingImpl> embed) : table(std::move(embed)) {
     bias = register_parameter("bias", mul(randn({kVocab}), 0.1));
   }
-  Tensor forward(const Tensor& x) const { return linear(x, table->weight, bias); }
+  Tensor forward(const Tensor& x) override { return linear(x, table->weight, bias); }
 };
 
 // The whole model, drawn from `seed`: named as a user's model would be ("embed", "h.<l>",
@@ -58,7 +58,11 @@ struct UserModel {
 // module of their own; the head's part holds the table too.
 StagedModel staged(const UserModel& whole, const nn::ModelPart& part) {
   auto module = std::make_shared<nn::ModuleDictImpl>();
-  StagedModel model{.module = module, .part = part, .num_blocks = kBlocks, .tied_parameters = {whole.embed->weight}};
+  StagedModel model;
+  model.module = module;
+  model.part = part;
+  model.num_blocks = kBlocks;
+  model.tied_parameters = {whole.embed->weight};
   if (part.embed || part.head) module->insert("embed", whole.embed);
   if (part.embed) model.embed = [embed = whole.embed](const Tensor& idx) { return (*embed)(idx); };
   for (const std::int64_t l : part.blocks) {
