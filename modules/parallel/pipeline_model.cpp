@@ -71,7 +71,8 @@ Tensor pipeline_forward(ProcessGroup& group, const PipelineShape& shape, const P
 
 ModelStage::ModelStage(std::shared_ptr<ProcessGroup> group, PipelineShape shape, const PipelineModel& model,
                        std::vector<std::pair<int, int>> blocks_of_virtual_stage,
-                       std::vector<data::Example> micro_batches, double loss_scale)
+                       std::vector<data::Example> micro_batches, double loss_scale,
+                       std::function<void(bool)> last_gradients)
     : group_(std::move(group)),
       rank_(group_->rank()),
       shape_(shape),
@@ -79,7 +80,9 @@ ModelStage::ModelStage(std::shared_ptr<ProcessGroup> group, PipelineShape shape,
       blocks_(std::move(blocks_of_virtual_stage)),
       batches_(std::move(micro_batches)),
       loss_scale_(loss_scale),
-      checker_(rank_, shape) {
+      checker_(rank_, shape),
+      last_gradients_(std::move(last_gradients)),
+      gradient_passes_(static_cast<std::size_t>(shape.virtual_stages), 0) {
   if (group_->size() != shape_.stages)
     throw Error("ModelStage", concat("a pipeline of ", shape_.stages, " stages needs a group of as many ranks, got ",
                                      group_->size()));
@@ -144,7 +147,7 @@ Task ModelStage::input_gradient(PipelineOp op, int micro, int chunk) {
                                                               : co_await receive(kGradient, micro, s).tensor();
   Tensor input_grad;
   if (op == PipelineOp::Backward) {
-    autograd::backward({saved.output}, {output_grad});
+    gradient_pass(chunk, [&] { autograd::backward({saved.output}, {output_grad}); });
     if (s > 0) input_grad = saved.input.grad();
     saved_.erase({micro, chunk});
   } else {
@@ -158,9 +161,22 @@ Task ModelStage::input_gradient(PipelineOp op, int micro, int chunk) {
 Task ModelStage::backward_weight(int micro, int chunk) {
   checker_.check(PipelineOp::BackwardWeight, micro, chunk);
   Saved& saved = saved_.at({micro, chunk});
-  autograd::backward_weight(saved.deferred);
+  gradient_pass(chunk, [&] { autograd::backward_weight(saved.deferred); });
   saved_.erase({micro, chunk});
   co_return;
+}
+
+void ModelStage::gradient_pass(int chunk, const std::function<void()>& pass) {
+  const bool last = ++gradient_passes_.at(static_cast<std::size_t>(chunk)) == shape_.micro_batches;
+  if (!last || !last_gradients_) return pass();
+  last_gradients_(true);
+  try {
+    pass();
+  } catch (...) {
+    last_gradients_(false);
+    throw;
+  }
+  last_gradients_(false);
 }
 
 Task ModelStage::finish() {

@@ -58,9 +58,12 @@ class ModelStage final : public PipelineStage {
   // computes only what the input gradient needs (autograd::backward_input) and
   // backward_weight the rest: the parameters' gradients (on virtual stage 0, which has no
   // input gradient to send, all of the backward). Posts every receive.
+  // last_gradients(true) runs before the pass that accumulates a chunk's last parameter
+  // gradients of the step (the m-th backward or backward_weight of that chunk), and
+  // last_gradients(false) after it: a data-parallel reducer syncs only then.
   ModelStage(std::shared_ptr<ProcessGroup> group, PipelineShape shape, const PipelineModel& model,
              std::vector<std::pair<int, int>> blocks_of_virtual_stage, std::vector<data::Example> micro_batches,
-             double loss_scale);
+             double loss_scale, std::function<void(bool)> last_gradients = {});
 
   int rank() const override { return rank_; }
   const PipelineShape& shape() const override { return shape_; }
@@ -83,6 +86,9 @@ class ModelStage final : public PipelineStage {
   };
   enum Kind : int { kActivation = 0, kGradient = 1 };
   Task input_gradient(PipelineOp op, int micro, int chunk);
+  // Runs `pass`, which accumulates parameter gradients of `chunk`, inside last_gradients'
+  // calls when it is the chunk's last of the step.
+  void gradient_pass(int chunk, const std::function<void()>& pass);
   int tag(Kind kind, int micro, int stage) const;
   int rank_of(int stage) const { return stage % shape_.stages; }
   TensorReceive& receive(Kind kind, int micro, int stage);
@@ -98,6 +104,8 @@ class ModelStage final : public PipelineStage {
   std::map<std::pair<int, int>, Saved> saved_;  // by (micro, chunk)
   std::map<std::tuple<int, int, int>, std::unique_ptr<TensorReceive>> receives_;  // (kind, micro, stage)
   std::vector<Work> sends_;
+  std::function<void(bool)> last_gradients_;
+  std::vector<int> gradient_passes_;  // per chunk, this step
 };
 
 }  // namespace infini::parallel

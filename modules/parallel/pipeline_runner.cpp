@@ -4,6 +4,7 @@ module;
 #include <cmath>
 #include <coroutine>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -72,11 +73,21 @@ PipelineRunner::PipelineRunner(StagedModel model, ParallelGroups groups, const L
   for (std::size_t i = 0; i < staged_.blocks.size(); ++i)
     model_.blocks.at(static_cast<std::size_t>(staged_.part.blocks[i])) = staged_.blocks[i];
   if (shape_.stages > 1) embedding_group_ = groups_.pp->new_group({0, shape_.stages - 1}, "embedding");
+  if (groups_.dp->size() > 1) {
+    std::vector<std::string> names;  // of trained_parameters(), for the reducer's errors
+    for (const auto& [name, p] : staged_.module->named_parameters())
+      if (!holds_tied_copy(p)) names.push_back(name);
+    reducer_ = std::make_unique<Reducer>(trained_parameters(), std::move(names), groups_.dp,
+                                         ReducerOptions{.finalize_explicitly = true});
+    reducer_->set_sync(false);
+  }
 }
 
 double PipelineRunner::step(const std::vector<data::Example>& micro_batches) {
+  std::function<void(bool)> last_gradients;
+  if (reducer_) last_gradients = [reducer = reducer_.get()](bool last) { reducer->set_sync(last); };
   ModelStage stage(groups_.pp, shape_, model_, blocks_, micro_batches,
-                   1.0 / static_cast<double>(shape_.micro_batches));
+                   1.0 / static_cast<double>(shape_.micro_batches), std::move(last_gradients));
   run(run_step(schedule_, stage));
   return stage.loss_sum();
 }
@@ -94,26 +105,17 @@ std::vector<Tensor> PipelineRunner::trained_parameters() const {
 
 void PipelineRunner::finish_gradients() {
   NoGradGuard no_grad;
-  if (embedding_group_)  // rank 0 of it is the first stage
-    for (const Tensor& p : staged_.tied_parameters) {
-      if (!p.grad().defined())
-        throw Error("PipelineRunner", concat("a tied parameter of shape ", p.shape(), " has no gradient on pipeline rank ",
-                                             groups_.coord.pp, " after the step"));
-      embedding_group_->reduce(p.grad(), 0).wait();
-      if (holds_tied_copy(p)) p.set_grad(Tensor());
-    }
-  if (groups_.dp->size() == 1) return;
-  TensorList grads;  // the same parameters on every rank of the dp group (the same stage)
-  for (const Tensor& p : staged_.module->parameters())
-    if (p.grad().defined()) grads.push_back(p.grad());
-  TensorList flat;
-  for (const Tensor& g : grads) flat.push_back(g.reshape({-1}));
-  Tensor buffer = cat(flat, 0);
-  groups_.dp->all_reduce(buffer, {.op = parallel::ReduceOp::Avg}).wait();
-  std::int64_t offset = 0;
-  for (Tensor& g : grads) {
-    g.copy_(buffer.slice(0, offset, offset + g.numel()).view(g.shape()));
-    offset += g.numel();
+  if (reducer_) reducer_->finalize();
+  if (!embedding_group_) return;  // rank 0 of it is the first stage
+  for (const Tensor& p : staged_.tied_parameters) {
+    if (!p.grad().defined())
+      throw Error("PipelineRunner", concat("a tied parameter of shape ", p.shape(), " has no gradient on pipeline rank ",
+                                           groups_.coord.pp, " after the step"));
+    // The first stage's copy is averaged by the reducer; the sum of the averages is the
+    // average of the sums.
+    if (holds_tied_copy(p) && groups_.dp->size() > 1) groups_.dp->all_reduce(p.grad(), {.op = ReduceOp::Avg}).wait();
+    embedding_group_->reduce(p.grad(), 0).wait();
+    if (holds_tied_copy(p)) p.set_grad(Tensor());
   }
 }
 

@@ -1,9 +1,10 @@
 // PipelineRunner: training a model split over the pipeline group's ranks, each holding only its
 // part (its virtual stages' blocks; the embedding on the first stage, the head on the last: see
 // stage_part). A step runs a schedule (gpipe, 1f1b, interleaved, zb-h1) on a ModelStage over
-// this data-parallel rank's micro-batches; finish_gradients then adds the last stage's
-// gradients of the tied parameters into the first stage's and averages every gradient over
-// the data-parallel group. The first stage owns the tied parameters (GPT-2's wte): only its
+// this data-parallel rank's micro-batches. A data-parallel Reducer averages the gradients:
+// each bucket's all-reduce starts as soon as its parameters' last gradients of the step are
+// in (during the cool-down, overlapped with the other passes); finish_gradients waits for
+// them and adds the last stage's gradients of the tied parameters into the first stage's. The first stage owns the tied parameters (GPT-2's wte): only its
 // optimizer updates them (the last stage keeps no optimizer state for its copy), and
 // share_tied_parameters copies them to the last stage after the update. Validation,
 // generation and an export of the whole model run through the stages too.
@@ -29,6 +30,7 @@ import :process_group;
 import :layout;
 import :pipeline_stage;
 import :pipeline_model;
+import :reducer;
 import :tensor_parallel;
 
 export namespace infini::parallel {
@@ -68,9 +70,9 @@ class PipelineRunner {
   // The parameters this rank's optimizer updates: its part's, less the last stage's copies
   // of the tied parameters.
   std::vector<Tensor> trained_parameters() const;
-  // After step: adds the last stage's gradients of the tied parameters into the first
-  // stage's (the last stage's are dropped) and averages every gradient over the
-  // data-parallel group.
+  // After step: finishes the data-parallel average of every gradient and adds the last
+  // stage's gradients of the tied parameters into the first stage's (the last stage's are
+  // dropped).
   void finish_gradients();
   // After the optimizer's update: the first stage's tied parameters into the last stage's
   // copies. Collective over the first and last pipeline rank.
@@ -101,6 +103,9 @@ class PipelineRunner {
   PipelineModel model_;
   std::vector<std::pair<int, int>> blocks_;
   std::shared_ptr<ProcessGroup> embedding_group_;  // pp ranks 0 and p - 1 (null elsewhere)
+  // The data-parallel average of trained_parameters() (dp > 1), launched bucket by bucket
+  // during each chunk's last gradient pass and finished by finish_gradients.
+  std::unique_ptr<Reducer> reducer_;
   // Whether p is this rank's copy of a tied parameter that the first stage owns.
   bool holds_tied_copy(const Tensor& p) const;
 };

@@ -169,6 +169,7 @@ struct Reducer::State : std::enable_shared_from_this<State> {
     if (!in_backward) {
       in_backward = true;
       launches.clear();
+      if (options.finalize_explicitly) return mark_ready(i);
       // A pass that throws drops its callbacks: the token's destructor then forgets the pass
       // (its launched all-reduces finish on their own), so the next backward starts afresh.
       auto token = std::shared_ptr<void>(nullptr, [weak = weak_from_this()](void*) {
@@ -290,6 +291,12 @@ const std::vector<Tensor>& Reducer::parameters() const { return state_->params; 
 const std::shared_ptr<ProcessGroup>& Reducer::group() const { return state_->group; }
 
 void Reducer::set_sync(bool sync) { state_->sync = sync; }
+
+void Reducer::finalize() {
+  if (!state_->options.finalize_explicitly)
+    throw Error("Reducer::finalize", "expected finalize_explicitly = true (else the backward pass finalizes)");
+  if (state_->in_backward) state_->finalize();
+}
 bool Reducer::sync() const { return state_->sync; }
 
 std::vector<std::vector<std::size_t>> Reducer::buckets() const {

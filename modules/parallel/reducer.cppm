@@ -54,6 +54,11 @@ struct ReducerOptions {
   // does not apply.
   bool shard_gradients = false;
   std::optional<Clock::duration> timeout = std::nullopt;  // of each all-reduce
+  // The caller ends each synchronised step with finalize() instead of the backward pass's
+  // end: for gradients accumulated over passes spread across a schedule (pipeline
+  // micro-batches), where a bucket's parameters get their last gradients in different passes.
+  // The caller turns sync on only around each parameter's last accumulation of the step.
+  bool finalize_explicitly = false;
 };
 
 class Reducer {
@@ -73,6 +78,10 @@ class Reducer {
   // Whether backward passes average gradients (false: accumulate locally only).
   void set_sync(bool sync);
   bool sync() const;
+  // finalize_explicitly: after the step's last synchronised pass, launches what is left,
+  // waits, and writes the averages back (as the end of a synchronised backward does
+  // otherwise). Nothing when no synchronised pass ran.
+  void finalize();
 
   // The buckets as parameter indices, in launch order.
   std::vector<std::vector<std::size_t>> buckets() const;
