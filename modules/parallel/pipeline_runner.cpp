@@ -52,7 +52,7 @@ std::vector<std::string> decode_names(const Tensor& bytes) {
 
 PipelineRunner::PipelineRunner(StagedModel model, ParallelGroups groups, const Layout& layout,
                                std::vector<std::pair<int, int>> blocks_of_virtual_stage, const std::string& schedule,
-                               int micro_batches, std::shared_ptr<TensorParallel> tp)
+                               int micro_batches, std::shared_ptr<TensorParallel> tp, bool shard_gradients)
     : staged_(std::move(model)),
       groups_(std::move(groups)),
       tp_(std::move(tp)),
@@ -78,7 +78,7 @@ PipelineRunner::PipelineRunner(StagedModel model, ParallelGroups groups, const L
     for (const auto& [name, p] : staged_.module->named_parameters())
       if (!holds_tied_copy(p)) names.push_back(name);
     reducer_ = std::make_unique<Reducer>(trained_parameters(), std::move(names), groups_.dp,
-                                         ReducerOptions{.finalize_explicitly = true});
+                                         ReducerOptions{.shard_gradients = shard_gradients, .finalize_explicitly = true});
     reducer_->set_sync(false);
   }
 }
@@ -114,8 +114,28 @@ void PipelineRunner::finish_gradients() {
     // The first stage's copy is averaged by the reducer; the sum of the averages is the
     // average of the sums.
     if (holds_tied_copy(p) && groups_.dp->size() > 1) groups_.dp->all_reduce(p.grad(), {.op = ReduceOp::Avg}).wait();
-    embedding_group_->reduce(p.grad(), 0).wait();
-    if (holds_tied_copy(p)) p.set_grad(Tensor());
+    if (holds_tied_copy(p)) {
+      embedding_group_->reduce(p.grad(), 0).wait();
+      p.set_grad(Tensor());
+    } else if (reducer_ && reducer_->shards_gradients()) {
+      add_tied_gradient_to_pieces(p);
+    } else {
+      embedding_group_->reduce(p.grad(), 0).wait();
+    }
+  }
+}
+
+void PipelineRunner::add_tied_gradient_to_pieces(const Tensor& p) {
+  // The first stage's averaged gradient of p is in its pieces; the last stage's average comes
+  // whole (this rank adds zeros to the reduce) and each piece takes its block of it.
+  Tensor last = zeros_like(p.grad());
+  embedding_group_->reduce(last, 0).wait();
+  const Tensor flat = last.reshape({-1});
+  const std::vector<Tensor>& pieces = reducer_->shard_pieces();
+  for (std::size_t k = 0; k < pieces.size(); ++k) {
+    if (!reducer_->parameters().at(reducer_->shard_owners()[k]).is_same(p)) continue;
+    const std::int64_t offset = pieces[k].storage_offset() - p.storage_offset();  // both views of a bucket
+    kernels::accumulate_(pieces[k].grad(), flat.narrow(0, offset, pieces[k].numel()));
   }
 }
 

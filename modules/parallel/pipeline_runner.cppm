@@ -59,9 +59,12 @@ class PipelineRunner {
   // pipeline group (makes the group of its first and last rank). Error naming the schedule if
   // it cannot run the shape or its dry run on the simulator fails, or when the part is not this
   // rank's.
+  // shard_gradients: ZeRO-1 over the data-parallel group (see ReducerOptions): reducer()'s
+  // shard_pieces() are what this rank's optimizer updates, and after the update
+  // reducer()->all_gather_parameters() shares them.
   PipelineRunner(StagedModel model, ParallelGroups groups, const Layout& layout,
                  std::vector<std::pair<int, int>> blocks_of_virtual_stage, const std::string& schedule, int micro_batches,
-                 std::shared_ptr<TensorParallel> tp = nullptr);
+                 std::shared_ptr<TensorParallel> tp = nullptr, bool shard_gradients = false);
 
   // One step over `micro_batches` (this data-parallel rank's, the shape's number of them);
   // returns the sum of their losses on the rank of the last stage (0 elsewhere). Gradients
@@ -72,8 +75,10 @@ class PipelineRunner {
   std::vector<Tensor> trained_parameters() const;
   // After step: finishes the data-parallel average of every gradient and adds the last
   // stage's gradients of the tied parameters into the first stage's (the last stage's are
-  // dropped).
+  // dropped); under shard_gradients into the first stage's pieces of them.
   void finish_gradients();
+  // The data-parallel reducer over trained_parameters() (null when dp = 1).
+  Reducer* reducer() const { return reducer_.get(); }
   // After the optimizer's update: the first stage's tied parameters into the last stage's
   // copies. Collective over the first and last pipeline rank.
   void share_tied_parameters();
@@ -108,6 +113,9 @@ class PipelineRunner {
   std::unique_ptr<Reducer> reducer_;
   // Whether p is this rank's copy of a tied parameter that the first stage owns.
   bool holds_tied_copy(const Tensor& p) const;
+  // shard_gradients, on the first stage: the last stage's averaged gradient of tied parameter
+  // p into this rank's pieces of p. Collective over the embedding group.
+  void add_tied_gradient_to_pieces(const Tensor& p);
 };
 
 }  // namespace infini::parallel

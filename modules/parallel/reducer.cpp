@@ -292,6 +292,8 @@ const std::shared_ptr<ProcessGroup>& Reducer::group() const { return state_->gro
 
 void Reducer::set_sync(bool sync) { state_->sync = sync; }
 
+bool Reducer::shards_gradients() const { return state_->options.shard_gradients; }
+
 void Reducer::finalize() {
   if (!state_->options.finalize_explicitly)
     throw Error("Reducer::finalize", "expected finalize_explicitly = true (else the backward pass finalizes)");

@@ -94,6 +94,7 @@ class Reducer {
   std::size_t buckets_launched_during_backward() const;
   std::int64_t synchronized_backwards() const;
 
+  bool shards_gradients() const;
   // shard_gradients: this rank's block of every bucket, one leaf tensor per parameter it
   // overlaps (1-d views of that parameter's storage), and the index of that parameter.
   const std::vector<Tensor>& shard_pieces() const;

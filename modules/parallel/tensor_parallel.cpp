@@ -151,21 +151,4 @@ double TensorParallel::grad_norm(const std::vector<Tensor>& params) const {
   return std::sqrt(total.item<double>() + replicated);
 }
 
-double TensorParallel::grad_norm(const Reducer& reducer) const {
-  NoGradGuard no_grad;
-  std::vector<Tensor> grads;
-  std::vector<bool> sharded;
-  for (std::size_t k = 0; k < reducer.shard_pieces().size(); ++k) {
-    grads.push_back(reducer.shard_pieces()[k].grad());
-    sharded.push_back(shard_spec(reducer.parameters().at(reducer.shard_owners()[k])).sharded());
-  }
-  const auto [shards, replicated] = squares(grads, sharded);
-  // Pieces are disjoint over the data-parallel ranks, shards over the tensor-parallel ones.
-  Tensor both = from_vector(std::vector<double>{shards, replicated}, {2}, {.dtype = kFloat64});
-  reducer.group()->all_reduce(both).wait();
-  Tensor total = both.slice(0, 0, 1).contiguous();
-  group_->all_reduce(total).wait();
-  return std::sqrt(total.item<double>() + both.data_ptr<double>()[1]);
-}
-
 }  // namespace infini::parallel

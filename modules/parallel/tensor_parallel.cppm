@@ -9,7 +9,8 @@
 //   ... loss.backward(); tp->reduce_sequence_parallel_grads(); tp->grad_norm(params) ...
 //
 // Under ZeRO-1 (a Reducer with shard_gradients over the data-parallel group) the optimizer
-// holds this rank's pieces of the averaged gradients: the same two steps take the reducer.
+// holds this rank's pieces of the averaged gradients: the sequence-parallel sums take the
+// reducer.
 module;
 #include <cstdint>
 #include <memory>
@@ -64,12 +65,11 @@ class TensorParallel : public nn::TensorParallelLayers, public std::enable_share
   // The 2-norm of the gradients of `params` (a model's): its shards' squares summed over the
   // ranks, each replicated parameter counted once. The same on every rank (collective).
   double grad_norm(const std::vector<Tensor>& params) const;
-  // The same two under ZeRO-1, where `reducer` (shard_gradients, over the data-parallel group)
+  // The first under ZeRO-1, where `reducer` (shard_gradients, over the data-parallel group)
   // shards this rank's parameters: on this rank's pieces of them (reducer.shard_pieces(),
-  // blocks of the averaged gradients; every tensor-parallel rank's pieces lie alike), and the
-  // norm from every data-parallel rank's pieces. Collective over both groups.
+  // blocks of the averaged gradients; every tensor-parallel rank's pieces lie alike).
+  // TrainingPlan computes the norm of such pieces.
   void reduce_sequence_parallel_grads(const Reducer& reducer);
-  double grad_norm(const Reducer& reducer) const;
 
  private:
   GroupPtr group_;

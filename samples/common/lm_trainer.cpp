@@ -13,7 +13,6 @@
 #include <string>
 #include <vector>
 
-#include "captured_step.h"
 #include "sampling.h"
 #include "token_batches.h"
 
@@ -158,23 +157,21 @@ std::optional<AutocastGuard> forward_precision(const TrainFlags& f) {
 }
 
 // AdamW with weight decay on matrices and embeddings only (dim >= 2), like llm.c's
-// train_gpt2.py; biases and norm weights are not decayed. Under ZeRO-1 it updates this
-// rank's pieces of the parameters (`zero`), each decayed as its parameter is.
-std::unique_ptr<optim::AdamW> make_optimizer(const std::vector<Tensor>& params, const parallel::Reducer* zero,
-                                             const TrainFlags& f) {
-  std::vector<Tensor> decay, no_decay;
-  if (zero) {
-    for (std::size_t k = 0; k < zero->shard_pieces().size(); ++k)
-      (params[zero->shard_owners()[k]].dim() >= 2 ? decay : no_decay).push_back(zero->shard_pieces()[k]);
-  } else {
-    for (const Tensor& p : params) (p.dim() >= 2 ? decay : no_decay).push_back(p);
-  }
-  const optim::AdamWOptions options{.lr = f.learning_rate, .betas = {f.beta1, f.beta2}, .eps = f.eps,
-                                    .weight_decay = f.weight_decay};
-  optim::AdamWOptions no_decay_options = options;
-  no_decay_options.weight_decay = 0;
-  return std::make_unique<optim::AdamW>(
-      std::vector<optim::ParamGroup<optim::AdamWOptions>>{{decay, options}, {no_decay, no_decay_options}}, options);
+// train_gpt2.py; biases and norm weights are not decayed. Under ZeRO-1 the plan gives this
+// rank's pieces of the parameters, each decayed as its parameter is.
+parallel::MakeOptimizer adamw(const TrainFlags& f) {
+  return [&f](const std::vector<parallel::OptimizedTensor>& tensors) -> std::unique_ptr<optim::Optimizer> {
+    std::vector<Tensor> decay, no_decay;
+    for (const parallel::OptimizedTensor& t : tensors) (t.parameter.dim() >= 2 ? decay : no_decay).push_back(t.tensor);
+    const optim::AdamWOptions options{.lr = f.learning_rate, .betas = {f.beta1, f.beta2}, .eps = f.eps,
+                                      .weight_decay = f.weight_decay};
+    optim::AdamWOptions no_decay_options = options;
+    no_decay_options.weight_decay = 0;
+    auto adamw = std::make_unique<optim::AdamW>(
+        std::vector<optim::ParamGroup<optim::AdamWOptions>>{{decay, options}, {no_decay, no_decay_options}}, options);
+    if (f.cuda_graph) adamw->set_capturable(true);  // the graph holds the update too
+    return adamw;
+  };
 }
 
 std::unique_ptr<optim::LRScheduler> make_schedule(optim::Optimizer& optimizer, const TrainFlags& f) {
@@ -192,16 +189,6 @@ std::vector<data::Example> validation_batches(TokenBatches& val, const TrainFlag
   std::vector<data::Example> batches;
   for (std::int64_t i = 0; i < f.val_batches; ++i) batches.push_back(val.sequences(i * f.batch_size, f.batch_size));
   return batches;
-}
-
-// Their mean loss, on the model's `device`.
-double validation_loss(const LanguageModel& lm, TokenBatches& val, const TrainFlags& f, Device device) {
-  NoGradGuard no_grad;
-  const auto autocast = forward_precision(f);
-  double total = 0;
-  for (const data::Example& batch : validation_batches(val, f))
-    total += lm.loss(lm.logits(batch.data.to(device)), batch.target.to(device)).item<double>();
-  return total / static_cast<double>(f.val_batches);
 }
 
 std::string decode(const std::optional<llmc::TokenizerFile>& tokenizer, const std::vector<std::int64_t>& tokens) {
@@ -303,14 +290,6 @@ io::Checkpoint load_state(const std::string& load, const Ranks& ranks, bool zero
   return checkpoint;
 }
 
-// The mean of `value` over the ranks.
-double rank_mean(const Ranks& ranks, double value) {
-  if (!ranks.world) return value;
-  Tensor t = full({1}, value, TensorOptions{.dtype = kFloat64});
-  ranks.world->all_reduce(t, {.op = parallel::ReduceOp::Avg}).wait();
-  return t.item<double>();
-}
-
 // The pipeline's view of this rank's part.
 parallel::StagedModel staged_model(const LanguageModel& lm) {
   return {.module = lm.module,
@@ -318,7 +297,9 @@ parallel::StagedModel staged_model(const LanguageModel& lm) {
           .num_blocks = lm.num_blocks,
           .embed = lm.embed,
           .blocks = lm.blocks,
-          .head_loss = [&lm](const Tensor& x, const Tensor& targets) { return lm.loss(lm.head(x), targets); },
+          .head_loss = [loss = lm.loss, head = lm.head](const Tensor& x, const Tensor& targets) {
+            return loss(head(x), targets);
+          },
           .logits = lm.whole_head,
           .tied_parameters = lm.tied_parameters};
 }
@@ -347,37 +328,11 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
   if (f.sequence_parallel && layout.tp() == 1)
     throw Error("train", "--sequence_parallel 1 splits the sequence over the tensor-parallel ranks: it needs "
                          "--tensor_parallel > 1");
-  if (zero && layout.pp() > 1)
-    throw Error("train", "--zero_stage 1 with --pipeline_parallel > 1 is not supported yet (the pipeline averages its "
-                         "gradients outside the data-parallel reducer); use it with data and tensor parallelism");
   if (f.sequence_parallel && T % layout.tp() != 0)
     throw Error("train", concat("--sequence_parallel 1 splits --sequence_length ", T, " over ", layout.tp(),
                                 " tensor-parallel ranks: it must be a multiple of ", layout.tp()));
-  std::shared_ptr<parallel::TensorParallel> tp;
-  if (layout.tp() > 1) tp = std::make_shared<parallel::TensorParallel>(ranks.groups.tp, f.sequence_parallel);
-  // Under pipeline parallelism this rank builds only its stages' part of the model.
-  const bool pipelined = layout.pp() > 1;
-  std::vector<std::pair<int, int>> stage_blocks;  // the virtual stages' blocks [first, last)
-  const PartFor part_for = [&](std::int64_t num_blocks) {
-    if (!pipelined) return nn::ModelPart::whole(num_blocks);
-    try {
-      stage_blocks = parallel::split_blocks(static_cast<int>(num_blocks), layout.pp() * layout.vpp(), f.pipeline_blocks);
-    } catch (const Error& e) {  // before the model is built: name the flags that chose the split
-      std::string counts;
-      for (const int n : f.pipeline_blocks) counts += (counts.empty() ? "" : ",") + std::to_string(n);
-      throw Error("train", concat("--pipeline_parallel ", layout.pp(), " x --virtual_pipeline_parallel ", layout.vpp(),
-                                  counts.empty() ? std::string() : " with --pipeline_blocks " + counts,
-                                  " for a model of ", num_blocks, " blocks: ", e.what()));
-    }
-    return parallel::stage_part({.stages = layout.pp(), .virtual_stages = layout.vpp()}, ranks.groups.coord.pp,
-                                stage_blocks);
-  };
-  const LanguageModel lm = make(tp, part_for);
-  // Made on the CPU (the same initialisation on every device), then moved: parameter handles
-  // (lm's embed / tied parameters) stay valid.
-  const Device device = train_device(f);
-  if (device.is_cuda()) lm.module->to(device);
-  if (T > lm.max_seq_len) throw Error("train", concat("--sequence_length ", T, " exceeds the model's ", lm.max_seq_len));
+  if (!f.pipeline_blocks.empty() && layout.pp() == 1)
+    throw Error("train", "--pipeline_blocks splits the blocks between pipeline stages: it needs --pipeline_parallel > 1");
   const std::int64_t tokens_per_step = f.total_batch_size > 0 ? f.total_batch_size : B * T * dp;
   if (tokens_per_step % (B * T * dp) != 0)
     throw Error("train", concat("--total_batch_size ", tokens_per_step, " is not a multiple of batch_size * sequence_length",
@@ -388,36 +343,55 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
     throw Error("train", concat("--cuda_graph 1 replays one micro-step per step; --total_batch_size ", tokens_per_step,
                                 " needs ", micro_steps, " (use --batch_size ", tokens_per_step / T, ")"));
 
+  // The plan builds this rank's part of the model (only its stages' blocks under pipeline
+  // parallelism) and runs every step of it.
+  std::optional<LanguageModel> built;
+  const parallel::BuildModel build = [&](std::shared_ptr<parallel::TensorParallel> tp, const parallel::PartFor& part_for) {
+    const PartFor named_part = [&](std::int64_t num_blocks) {
+      try {
+        return part_for(num_blocks);
+      } catch (const Error& e) {  // before the model is built: name the flags that chose the split
+        std::string counts;
+        for (const int n : f.pipeline_blocks) counts += (counts.empty() ? "" : ",") + std::to_string(n);
+        throw Error("train", concat("--pipeline_parallel ", layout.pp(), " x --virtual_pipeline_parallel ", layout.vpp(),
+                                    counts.empty() ? std::string() : " with --pipeline_blocks " + counts,
+                                    " for a model of ", num_blocks, " blocks: ", e.what()));
+      }
+    };
+    built = make(std::move(tp), named_part);
+    return staged_model(*built);
+  };
+  const Device device = train_device(f);
+  const bool autocast = device.is_cuda() && f.dtype != "float32";
+  parallel::TrainingPlan plan(layout, ranks.groups, build,
+                              {.zero_stage = zero ? 1 : 0,
+                               .sequence_parallel = f.sequence_parallel,
+                               .schedule = f.pp_schedule,
+                               .pipeline_blocks = f.pipeline_blocks,
+                               .micro_batches = static_cast<int>(micro_steps),
+                               .grad_clip = f.grad_clip,
+                               .device = device,
+                               .autocast = autocast ? std::optional(f.dtype == "bfloat16" ? kBFloat16 : kFloat16)
+                                                    : std::nullopt,
+                               // float16's narrow range: gradients scaled up by a dynamic factor
+                               .loss_scaling = device.is_cuda() && f.dtype == "float16",
+                               .cuda_graph = f.cuda_graph},
+                              adamw(f));
+  const LanguageModel& lm = *built;
+  if (T > lm.max_seq_len) throw Error("train", concat("--sequence_length ", T, " exceeds the model's ", lm.max_seq_len));
+
   std::optional<TokenBatches> val_data;
   if (!f.input_val_bin.empty()) val_data.emplace(std::make_shared<llmc::TokenFile>(f.input_val_bin), T, false, f.seed);
   std::optional<llmc::TokenizerFile> tokenizer;
   if (!f.tokenizer_bin.empty()) tokenizer = llmc::read_tokenizer_file(f.tokenizer_bin);
 
-  nn::Module& model = *lm.module;
-  const std::vector<Tensor> params = model.parameters();
-  // Replicas start from rank 0's weights; backward averages gradients over the data-parallel
-  // ranks. With ZeRO-1 it reduce-scatters them instead, and the optimizer updates this rank's
-  // pieces.
-  // Under pipeline parallelism the schedule runs the micro-batches and PipelineRunner
-  // averages the gradients after it.
-  std::optional<parallel::DistributedDataParallel> ddp;
-  if (ranks.world && !pipelined)
-    ddp.emplace(lm.module, ranks.groups.dp, parallel::DDPOptions{.shard_gradients = zero});
-  std::optional<parallel::PipelineRunner> pipeline;
-  if (pipelined)
-    pipeline.emplace(staged_model(lm), ranks.groups, layout, stage_blocks, f.pp_schedule, static_cast<int>(micro_steps),
-                     tp);
-  else if (!f.pipeline_blocks.empty())
-    throw Error("train", "--pipeline_blocks splits the blocks between pipeline stages: it needs --pipeline_parallel > 1");
-  // Pipeline ranks train their part less the last stage's copy of a tied parameter.
-  auto optimizer = make_optimizer(pipeline ? pipeline->trained_parameters() : params, zero ? &ddp->reducer() : nullptr, f);
-  if (f.cuda_graph) optimizer->set_capturable(true);  // the graph holds the update too
-  auto schedule = make_schedule(*optimizer, f);
-  // float16's narrow range: gradients scaled up by a dynamic factor (bfloat16 needs none).
-  optim::GradScaler scaler({.enabled = device.is_cuda() && f.dtype == "float16"});
+  nn::Module& model = plan.module();
+  parallel::PipelineRunner* const pipeline = plan.pipeline();
+  auto schedule = make_schedule(plan.optimizer(), f);
   io::TrainingState state;
-  state.add("model", model).add("optimizer", *optimizer).add("scheduler", *schedule).add_generator("rng", default_generator());
-  if (scaler.is_enabled()) state.add("grad_scaler", scaler);  // the scale resumes where it was
+  state.add("model", model).add("optimizer", plan.optimizer()).add("scheduler", *schedule);
+  state.add_generator("rng", default_generator());
+  if (plan.scaler().is_enabled()) state.add("grad_scaler", plan.scaler());  // the scale resumes where it was
   state.metadata["data_seed"] = std::to_string(f.seed);  // the batch order: a resumed run keeps its own
   // See state_dir: where each rank writes and reads its training state.
   if (zero) state.metadata["zero_ranks"] = std::to_string(dp);
@@ -444,20 +418,10 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
     std::printf("saved step %lld to %s\n", static_cast<long long>(state.step), f.save.c_str());
   };
 
-  // The whole model's parameters: every rank's part (the tied ones on the first stage),
-  // tensor-parallel shards times their ranks; and this rank's own.
-  std::int64_t num_params = 0, rank_params = 0;
-  for (const Tensor& p : params) {
-    rank_params += p.numel();
-    bool tied_copy = false;  // counted on the first stage
-    for (const Tensor& t : lm.tied_parameters) tied_copy = tied_copy || (ranks.groups.coord.pp != 0 && t.is_same(p));
-    if (!tied_copy) num_params += tp && tp->shard_spec(p).sharded() ? p.numel() * layout.tp() : p.numel();
-  }
-  if (pipelined) {
-    Tensor total = full({1}, static_cast<double>(num_params), TensorOptions{.dtype = kFloat64});
-    ranks.groups.pp->all_reduce(total).wait();
-    num_params = std::llround(total.item<double>());
-  }
+  // The whole model's parameters, and this rank's own (its part, tensor-parallel shards).
+  const std::int64_t num_params = plan.whole_model_parameters();
+  std::int64_t rank_params = 0;
+  for (const Tensor& p : model.parameters()) rank_params += p.numel();
   const std::vector<double> rank_parameters = every_rank(ranks, static_cast<double>(rank_params));
   if (ranks.main())
     std::printf("%lld parameters | %s | %lld tokens per step = %lld micro-batches of %lld x %lld per rank | %s | %d threads%s\n",
@@ -469,10 +433,8 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
   double total_ms = 0, last_loss = 0;
   std::int64_t timed_steps = 0;
   Generator sample_rng(f.seed);
-  std::optional<CapturedStep> captured;  // --cuda_graph 1
-  if (f.cuda_graph) captured.emplace(device);
   // The tokens fed to generation go to the model's device.
-  const CachedLogitsFn sample_logits = [&lm, &f, &pipeline, device](const Tensor& tokens, nn::KVCache& cache) {
+  const CachedLogitsFn sample_logits = [&lm, &f, pipeline, device](const Tensor& tokens, nn::KVCache& cache) {
     if (pipeline) return pipeline->logits(tokens);  // the whole window each time (no cache)
     const auto autocast = forward_precision(f);
     return lm.logits_cached(tokens.to(device), cache).to(kFloat32);
@@ -481,94 +443,22 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
   // the launches (validation, sampling and saving end by reading results back).
   const std::int64_t first_step = state.step;
   for (std::int64_t step = first_step; step < f.num_iteration; ++step) {
-    model.train();
     const auto start = Clock::now();
-    // With --cuda_graph 1 the first step runs eagerly (it warms up plan caches and lazily loaded
-    // kernels); the next one captures the graph, whose replays then write the grads.
-    const bool graphed = captured && step > first_step;
-    if (!graphed || !captured->is_captured()) optimizer->zero_grad();
-    if (zero) model.zero_grad();  // the optimizer holds the pieces, not the parameters
-    double loss_sum = 0, forward_ms = 0, backward_ms = 0;
-    std::optional<double> graphed_norm;  // a replayed step's: its update is done
-    if (pipeline) {  // forward and backward interleaved by the schedule: all of it counts as forward_ms
-      std::vector<data::Example> batches;
-      for (std::int64_t k = 0; k < micro_steps; ++k)
-        batches.push_back(train_data.sequences(step * sequences_per_step + (k * dp + ranks.groups.coord.dp) * B, B));
-      const auto t0 = Clock::now();
-      loss_sum = pipeline->step(batches);
-      pipeline->finish_gradients();
-      forward_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-    }
-    for (std::int64_t k = 0; k < micro_steps && !pipeline; ++k) {
-      // Gradients of all but the last micro-step accumulate locally; the last one's backward
-      // averages everything over the ranks.
-      const auto no_sync = ddp && k + 1 < micro_steps ? ddp->no_sync() : parallel::DistributedDataParallel::NoSync();
-      const data::Example batch =
-          train_data.sequences(step * sequences_per_step + (k * dp + ranks.groups.coord.dp) * B, B);
-      if (graphed) {  // the whole step in one replay, counted as forward_ms
-        const auto t0 = Clock::now();
-        const CapturedStep::Outputs out = captured->run(batch.data, batch.target, [&](const Tensor& x, const Tensor& y) {
-          Tensor loss;
-          {
-            const auto autocast = forward_precision(f);
-            loss = lm.loss(lm.logits(x), y);
-          }
-          loss.backward();
-          const Tensor norm = optim::total_grad_norm_tensor(params);
-          optimizer->scaled_step(f.grad_clip > 0 ? optim::clip_coefficient(norm, f.grad_clip)
-                                                 : full({}, 1.0, {.dtype = kFloat64, .device = device}));
-          return CapturedStep::Outputs{.loss = loss, .grad_norm = norm};
-        });
-        loss_sum += out.loss.item<double>();
-        graphed_norm = out.grad_norm.item<double>();
-        forward_ms += std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-        continue;
-      }
-      const Tensor inputs = batch.data.to(device), targets = batch.target.to(device);
-      const auto t0 = Clock::now();
-      Tensor loss;
-      {
-        const auto autocast = forward_precision(f);
-        loss = lm.loss(lm.logits(inputs), targets);
-      }
-      loss_sum += loss.item<double>();  // on a GPU, waits for the forward pass
-      const auto t1 = Clock::now();
-      scaler.scale(div(loss, static_cast<double>(micro_steps))).backward();
-      synchronize(device);
-      forward_ms += std::chrono::duration<double, std::milli>(t1 - t0).count();
-      backward_ms += std::chrono::duration<double, std::milli>(Clock::now() - t1).count();
-    }
-    const auto t_update = Clock::now();
-    if (scaler.is_enabled()) scaler.unscale_(*optimizer);  // records whether a grad overflowed
-    if (tp && zero) tp->reduce_sequence_parallel_grads(ddp->reducer());  // on the optimizer's pieces
-    else if (tp) tp->reduce_sequence_parallel_grads();
-    // Clipping's scale is folded into AdamW's update (no pass over the grads of its own).
-    const double norm = graphed_norm ? *graphed_norm
-                        : zero       ? (tp ? tp->grad_norm(ddp->reducer()) : ddp->reducer().sharded_grad_norm())
-                        : pipeline   ? pipeline->grad_norm()
-                        : tp         ? tp->grad_norm(params)
-                                     : optim::total_grad_norm(params);
+    std::vector<data::Example> batches;  // this data-parallel rank's micro-batches
+    for (std::int64_t k = 0; k < micro_steps; ++k)
+      batches.push_back(train_data.sequences(step * sequences_per_step + (k * dp + ranks.groups.coord.dp) * B, B));
+    const parallel::StepResult result = plan.step(batches);
     const double lr = schedule->get_last_lr()[0];
-    // A loss-scaled step whose grads overflowed is skipped, and the scale backs off.
-    const bool overflowed = scaler.is_enabled() && !std::isfinite(norm);
-    if (!overflowed && !graphed_norm)
-      optimizer->scaled_step(f.grad_clip > 0 ? optim::clip_coefficient(norm, f.grad_clip) : 1.0);
-    if (scaler.is_enabled()) scaler.update();
-    if (overflowed && ranks.main())
+    if (result.skipped && ranks.main())
       std::printf("step %lld: non-finite gradients, update skipped; loss scale now %g\n", static_cast<long long>(step),
-                  scaler.get_scale());
-    if (zero) ddp->reducer().all_gather_parameters().wait();  // every rank's updated blocks
-    if (pipeline) pipeline->share_tied_parameters();  // the first stage's updated wte to the last
+                  plan.scaler().get_scale());
     schedule->step();
-    synchronize(device);  // the update: the clock read next covers the GPU's work
     const auto end = Clock::now();
     const double ms = std::chrono::duration<double, std::milli>(end - start).count();
-    const double optimizer_ms = std::chrono::duration<double, std::milli>(end - t_update).count();
     const double tokens_per_s = static_cast<double>(tokens_per_step) / (ms / 1000.0);
     const std::int64_t peak = memory_stats(device).peak_allocated_bytes;
-    // Under pipeline parallelism only the last stage has the loss: the mean over the world
-    // counts it once per pp ranks.
-    last_loss = rank_mean(ranks, loss_sum / static_cast<double>(micro_steps)) * static_cast<double>(layout.pp());
+    const double norm = result.grad_norm;
+    last_loss = result.loss;
     if (step > first_step || f.num_iteration - first_step == 1) {  // the first step warms caches up
       total_ms += ms;
       ++timed_steps;
@@ -583,7 +473,7 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
                         "\"tokens_per_s\": %.1f, \"peak_bytes\": %lld, \"forward_ms\": %.3f, \"backward_ms\": %.3f, "
                         "\"optimizer_ms\": %.3f}",
                         static_cast<long long>(step), last_loss, lr, norm, ms, tokens_per_s, static_cast<long long>(peak),
-                        forward_ms, backward_ms, optimizer_ms));
+                        result.forward_ms, result.backward_ms, result.update_ms));
     state.step = step + 1;
     const bool last = state.step == f.num_iteration;
     const bool validate = val_data && f.val_loss_every > 0 && (state.step % f.val_loss_every == 0 || last);
@@ -592,8 +482,7 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
     // the stages under pipeline parallelism).
     if (ranks.main_replica() && validate) {
       model.eval();
-      const double val_loss =
-          pipeline ? pipeline->loss(validation_batches(*val_data, f)) : validation_loss(lm, *val_data, f, device);
+      const double val_loss = plan.loss(validation_batches(*val_data, f));
       if (ranks.main()) std::printf("step %lld | val loss %.4f\n", static_cast<long long>(step), val_loss);
       metrics.line(format("{\"step\": %lld, \"val_loss\": %.7f}", static_cast<long long>(step), val_loss));
     }

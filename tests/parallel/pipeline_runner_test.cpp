@@ -3,6 +3,8 @@
 // over the world as pipeline stages that each hold only their part: three SGD steps of 1F1B
 // give the losses, gradient norms and weights of the same model trained on one process (the
 // last stage's copy of the table too), and validation and the gathered parameters match it.
+// The same model through a TrainingPlan: data parallel with ZeRO-1, and data x pipeline
+// parallel with ZeRO-1, train as one process does on all the ranks' micro-batches.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -93,6 +95,18 @@ std::vector<data::Example> micro_batches(int step) {
   return batches;
 }
 
+// Forward and backward of `batches` on one process, their losses scaled by 1 / their count;
+// returns the mean loss.
+double reference_passes(const UserModel& reference, const std::vector<data::Example>& batches) {
+  double mean = 0;
+  for (const data::Example& batch : batches) {
+    const Tensor loss = reference.forward_loss(batch);
+    mean += loss.item<double>() / static_cast<double>(batches.size());
+    div(loss, static_cast<double>(batches.size())).backward();
+  }
+  return mean;
+}
+
 TEST(PipelineRunner, UserModelTrainsLikeOneProcess) {
   auto pg = world();
   const Layout layout(pg->size(), 1, pg->size());
@@ -122,12 +136,7 @@ TEST(PipelineRunner, UserModelTrainsLikeOneProcess) {
   for (int step = 0; step < 3; ++step) {
     const auto batches = micro_batches(step);
     reference_sgd.zero_grad();
-    double reference_loss = 0;
-    for (const data::Example& batch : batches) {
-      const Tensor loss = reference.forward_loss(batch);
-      reference_loss += loss.item<double>() / kMicroBatches;
-      div(loss, static_cast<double>(kMicroBatches)).backward();
-    }
+    const double reference_loss = reference_passes(reference, batches);
     sgd.zero_grad();
     Tensor loss = full({1}, pipeline.step(batches) / kMicroBatches, {.dtype = kFloat64});  // on the last stage
     pipeline.finish_gradients();
@@ -165,6 +174,74 @@ TEST(PipelineRunner, UserModelTrainsLikeOneProcess) {
     const std::int64_t l = name[1] - '0';  // "h<l>.0.weight"
     const auto& linear = *std::dynamic_pointer_cast<nn::SequentialImpl>(reference.blocks[static_cast<std::size_t>(l)]);
     expect_near(tensor, linear.named_parameters().at(name.ends_with("weight") ? 0 : 1).second, 1e-5, name);
+  }
+}
+
+// The plan's layouts for this world: (pp, zero stage).
+std::vector<std::pair<int, int>> plan_layouts(int world_size) {
+  std::vector<std::pair<int, int>> layouts = {{1, 0}, {1, 1}};
+  if (world_size % 2 == 0) layouts.insert(layouts.end(), {{2, 0}, {2, 1}});
+  return layouts;
+}
+
+TEST(TrainingPlan, UserModelTrainsLikeOneProcessUnderEveryLayout) {
+  auto pg = world();
+  for (const auto& [pp, zero_stage] : plan_layouts(pg->size())) {
+    const std::string name = concat("pp ", pp, " x dp ", pg->size() / pp, ", ZeRO ", zero_stage);
+    const Layout layout(pg->size(), 1, pp);
+    const ParallelGroups groups = make_parallel_groups(layout, pg);
+    const int dp = layout.dp(), m = kMicroBatches / dp;  // this data-parallel rank's micro-batches
+    if (m == 0) continue;
+    const UserModel reference(5), mine(5);
+    nn::ModelPart part;
+    const BuildModel build = [&](std::shared_ptr<TensorParallel> tp, const PartFor& part_for) {
+      EXPECT_EQ(tp, nullptr);
+      part = part_for(kBlocks);
+      return staged(mine, part);
+    };
+    std::int64_t optimized = 0;  // elements this rank's optimizer updates
+    const MakeOptimizer sgd = [&](const std::vector<OptimizedTensor>& tensors) {
+      std::vector<Tensor> list;
+      for (const OptimizedTensor& t : tensors) {
+        list.push_back(t.tensor);
+        optimized += t.tensor.numel();
+      }
+      return std::make_unique<optim::SGD>(list, optim::SGDOptions{.lr = 0.5});
+    };
+    TrainingPlan plan(layout, groups, build, {.zero_stage = zero_stage, .micro_batches = m, .grad_clip = 0.5}, sgd);
+    std::int64_t held = 0;
+    for (const Tensor& p : plan.module().parameters()) held += p.numel();
+    if (zero_stage == 1 && dp > 1) EXPECT_LT(optimized, held) << name;  // its pieces only
+    std::vector<Tensor> reference_params = reference.embed->parameters();
+    for (const auto& block : reference.blocks)
+      for (const Tensor& p : block->parameters()) reference_params.push_back(p);
+    for (const Tensor& p : reference.head->parameters()) reference_params.push_back(p);
+    optim::SGD reference_sgd(reference_params, {.lr = 0.5});
+    for (int step = 0; step < 3; ++step) {
+      const auto batches = micro_batches(step);  // every data-parallel rank's
+      reference_sgd.zero_grad();
+      const double reference_loss = reference_passes(reference, batches);
+      const double reference_norm = optim::total_grad_norm(reference_params);
+      reference_sgd.scaled_step(optim::clip_coefficient(reference_norm, 0.5));
+      const std::vector<data::Example> mine_batches(batches.begin() + groups.coord.dp * m,
+                                                    batches.begin() + (groups.coord.dp + 1) * m);
+      const StepResult result = plan.step(mine_batches);
+      EXPECT_NEAR(result.loss, reference_loss, 1e-5) << name << ", step " << step;
+      EXPECT_NEAR(result.grad_norm, reference_norm, 1e-5 * reference_norm) << name << ", step " << step;
+    }
+    if (part.embed || part.head) expect_near(mine.embed->weight, reference.embed->weight, 1e-5, name + ": the table");
+    for (const std::int64_t l : part.blocks) {
+      const std::vector<Tensor> got = mine.blocks[static_cast<std::size_t>(l)]->parameters(),
+                                want = reference.blocks[static_cast<std::size_t>(l)]->parameters();
+      for (std::size_t i = 0; i < got.size(); ++i) expect_near(got[i], want[i], 1e-5, concat(name, ": block ", l));
+    }
+    if (part.head) expect_near(mine.head->bias, reference.head->bias, 1e-5, name + ": head.bias");
+    EXPECT_NEAR(plan.loss(micro_batches(7)), [&] {
+      NoGradGuard no_grad;
+      double total = 0;
+      for (const data::Example& batch : micro_batches(7)) total += reference.forward_loss(batch).item<double>();
+      return total / kMicroBatches;
+    }(), 1e-5) << name;
   }
 }
 

@@ -1,0 +1,129 @@
+// TrainingPlan: a model's training step under any layout of the world (dp x tp x pp, with or
+// without ZeRO-1), decided in one place (torchtitan's parallelize-then-train; Megatron's
+// distributed optimizer). From the Layout, a description of the model and PlanOptions it
+//   - builds this rank's part of the model: the blocks of its pipeline stages, the embedding
+//     on the first stage and the head on the last (tied weights kept in sync between them),
+//     split by tensor-parallel layers when tp > 1;
+//   - wraps it for data parallelism: DDP's reducer, or the pipeline's over its stages, both
+//     overlapped with backward;
+//   - makes the optimizer over what this rank updates: its parameters (less a pipeline's tied
+//     copies), or under ZeRO-1 its pieces of the averaged gradients;
+//   - runs one step over a batch: forward and backward of the micro-batches (by the pipeline
+//     schedule when pp > 1), the gradient average, the global gradient norm, clipping folded
+//     into the update, and the updated parameters shared again.
+//
+//   parallel::TrainingPlan plan(layout, groups, build_my_model, {.zero_stage = 1, .micro_batches = 4},
+//                               [](const std::vector<parallel::OptimizedTensor>& t) { return my_adamw(t); });
+//   optim::CosineWithWarmupLR schedule(plan.optimizer(), ...);
+//   for (step ...) {
+//     const parallel::StepResult r = plan.step(micro_batches);  // this data-parallel rank's
+//     schedule.step();
+//   }
+module;
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+export module infini.parallel:training_plan;
+import infini.nn;
+import :layout;
+import :ddp;
+import :tensor_parallel;
+import :pipeline_runner;
+
+export namespace infini::parallel {
+
+// The part of a model of `num_blocks` blocks this rank builds.
+using PartFor = std::function<nn::ModelPart(std::int64_t num_blocks)>;
+// A model's description: builds this rank's part of it (part_for(its number of blocks)),
+// with tp's layers (null: the single-process ones).
+using BuildModel = std::function<StagedModel(std::shared_ptr<TensorParallel> tp, const PartFor& part_for)>;
+
+// A tensor the optimizer updates and the parameter it is (or, under ZeRO-1, a block of):
+// per-parameter rules such as weight decay follow `parameter`.
+struct OptimizedTensor {
+  Tensor tensor, parameter;
+};
+using MakeOptimizer = std::function<std::unique_ptr<optim::Optimizer>(const std::vector<OptimizedTensor>& tensors)>;
+
+struct PlanOptions {
+  int zero_stage = 0;              // 1: optimizer state and averaged gradients sharded over dp
+  bool sequence_parallel = false;  // activations between tensor-parallel regions split along T
+  std::string schedule = "1f1b";   // pipeline schedule (pp > 1): gpipe, 1f1b, interleaved, zb-h1
+  std::vector<int> pipeline_blocks = {};  // blocks of each virtual stage (empty: balanced)
+  int micro_batches = 1;           // per data-parallel rank and step
+  double grad_clip = 0;            // the largest gradient norm (0: no clipping)
+  Device device = Device::cpu();   // where the part trains (built on the CPU, then moved)
+  std::optional<DataType> autocast = std::nullopt;  // CUDA: forward passes autocast to it
+  bool loss_scaling = false;       // float16: dynamic loss scaling (GradScaler)
+  // One process, one micro-batch: steps after the first replay a CUDA graph (make_optimizer
+  // returns a capturable Adam or AdamW).
+  bool cuda_graph = false;
+};
+
+struct StepResult {
+  double loss = 0;       // the mean over the step's micro-batches of every data-parallel rank
+  double grad_norm = 0;  // of the whole model's averaged gradient, before clipping
+  bool skipped = false;  // loss scaling: the gradients overflowed and the update was skipped
+  // Host time of the passes (under a pipeline schedule or a CUDA graph all in forward_ms) and
+  // of the rest: the gradient finish, norm and update.
+  double forward_ms = 0, backward_ms = 0, update_ms = 0;
+};
+
+class TrainingPlan {
+ public:
+  // Collective over groups.world (empty groups: one process). Error naming the option for a
+  // combination the layout cannot run, or a pipeline split that does not fit the model.
+  TrainingPlan(const Layout& layout, ParallelGroups groups, const BuildModel& build, PlanOptions options,
+               const MakeOptimizer& make_optimizer);
+  ~TrainingPlan();
+  TrainingPlan(const TrainingPlan&) = delete;
+  TrainingPlan& operator=(const TrainingPlan&) = delete;
+
+  // One optimizer step over this data-parallel rank's options.micro_batches micro-batches.
+  // Collective over the world.
+  StepResult step(const std::vector<data::Example>& micro_batches);
+  // The mean loss of `batches` without gradients, through the stages under a pipeline.
+  // Collective over the pipeline and tensor-parallel groups.
+  double loss(const std::vector<data::Example>& batches);
+
+  nn::Module& module() const { return *model_.module; }  // this rank's part
+  const StagedModel& model() const { return model_; }
+  optim::Optimizer& optimizer() const { return *optimizer_; }
+  optim::GradScaler& scaler() { return scaler_; }
+  PipelineRunner* pipeline() const { return pipeline_.get(); }  // null unless pp > 1
+  const std::shared_ptr<TensorParallel>& tensor_parallel() const { return tp_; }
+  const Layout& layout() const { return layout_; }
+  const ParallelGroups& groups() const { return groups_; }
+  const PlanOptions& options() const { return options_; }
+  // The whole model's parameter count (each tied parameter once, shards times their ranks).
+  // Collective over the pipeline group.
+  std::int64_t whole_model_parameters() const;
+
+ private:
+  struct Graph;
+  Layout layout_;
+  ParallelGroups groups_;
+  PlanOptions options_;
+  std::shared_ptr<TensorParallel> tp_;
+  StagedModel model_;
+  std::unique_ptr<DistributedDataParallel> ddp_;  // dp > 1 without a pipeline
+  std::unique_ptr<PipelineRunner> pipeline_;
+  std::unique_ptr<optim::Optimizer> optimizer_;
+  optim::GradScaler scaler_;
+  std::unique_ptr<Graph> graph_;  // cuda_graph
+  std::int64_t steps_ = 0;
+
+  Reducer* reducer() const;  // the data-parallel one (null when dp = 1)
+  bool zero() const { return options_.zero_stage == 1 && reducer() != nullptr; }
+  std::vector<OptimizedTensor> optimized_tensors() const;
+  Tensor forward_loss(const Tensor& idx, const Tensor& targets) const;  // the whole model's
+  // Forward and backward of every micro-batch; returns the sum of their losses (on the last
+  // stage under a pipeline).
+  double run_passes(const std::vector<data::Example>& micro_batches, StepResult& result);
+  double grad_norm() const;
+};
+
+}  // namespace infini::parallel
