@@ -448,7 +448,9 @@ bool input_grad_needed(std::size_t input) {
 void queue_callback(std::function<void()> callback) {
   if (pass_callbacks.empty()) throw Error("queue_callback", "expected to be called during a backward pass");
   if (!callback) throw Error("queue_callback", "expected a callable callback, got an empty function");
-  pass_callbacks.back().push_back(std::move(callback));
+  // The outermost pass: a backward run inside a node (activation checkpointing's
+  // recomputation) is part of the pass that called it, which the callback waits for.
+  pass_callbacks.front().push_back(std::move(callback));
 }
 
 }  // namespace autograd

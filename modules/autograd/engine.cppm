@@ -98,7 +98,8 @@ Tensor accumulation_target(std::size_t input);
 
 // From inside a backward pass (a hook or a node): runs `callback` once that pass has run
 // every node, before backward() returns, in the order queued (PyTorch's
-// Engine::queue_callback; DDP waits for its all-reduces this way). An exception from a
+// Engine::queue_callback; DDP waits for its all-reduces this way). A pass run inside a node
+// (checkpoint's recomputation) counts as part of the outermost one. An exception from a
 // callback leaves backward(). Error outside a backward pass.
 void queue_callback(std::function<void()> callback);
 

@@ -14,3 +14,4 @@ export import :indexing;
 export import :linalg;
 export import :conv;
 export import :autocast;
+export import :checkpoint;

@@ -35,6 +35,7 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> mod
                 .find_unused_parameters = options.find_unused_parameters,
                 .rebuild_buckets = options.rebuild_buckets,
                 .shard_gradients = options.shard_gradients,
+                .release_gradients = options.release_gradients,
                 .timeout = options.timeout}) {
   broadcast_state(*module_, *group_, options);
 }

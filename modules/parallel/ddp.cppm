@@ -28,6 +28,7 @@ struct DDPOptions {
   bool find_unused_parameters = false;   // see ReducerOptions
   bool rebuild_buckets = true;
   bool shard_gradients = false;          // ZeRO-1; see ReducerOptions
+  bool release_gradients = false;        // ZeRO-2, with shard_gradients; see ReducerOptions
   std::optional<Clock::duration> timeout = std::nullopt;
 };
 

@@ -47,6 +47,11 @@ nn::ModelPart stage_part(const PipelineShape& shape, int rank, const std::vector
   return part;
 }
 
+Tensor run_block(const std::shared_ptr<nn::Module>& block, const Tensor& x, bool checkpoint) {
+  if (!checkpoint) return (*block)(x);
+  return autograd::checkpoint([block](const Tensor& t) { return (*block)(t); }, x);
+}
+
 Tensor pipeline_forward(ProcessGroup& group, const PipelineShape& shape, const PipelineModel& model,
                         const std::vector<std::pair<int, int>>& blocks_of_virtual_stage, const Tensor& idx,
                         const std::function<Tensor(const Tensor& x)>& last) {
@@ -60,7 +65,7 @@ Tensor pipeline_forward(ProcessGroup& group, const PipelineShape& shape, const P
   for (int s = rank; s <= final_stage; s += shape.stages) {
     Tensor x = s == 0 ? model.embed(idx) : TensorReceive(group, (s - 1) % shape.stages, kTag + s).wait();
     const auto [first, end] = blocks_of_virtual_stage.at(static_cast<std::size_t>(s));
-    for (int b = first; b < end; ++b) x = (*model.blocks.at(static_cast<std::size_t>(b)))(x);
+    for (int b = first; b < end; ++b) x = run_block(model.blocks.at(static_cast<std::size_t>(b)), x, model.checkpoint_blocks);
     if (s == final_stage)
       result = last(x);
     else
@@ -72,7 +77,7 @@ Tensor pipeline_forward(ProcessGroup& group, const PipelineShape& shape, const P
 ModelStage::ModelStage(std::shared_ptr<ProcessGroup> group, PipelineShape shape, const PipelineModel& model,
                        std::vector<std::pair<int, int>> blocks_of_virtual_stage,
                        std::vector<data::Example> micro_batches, double loss_scale,
-                       std::function<void(bool)> last_gradients)
+                       AroundGradients around_gradients)
     : group_(std::move(group)),
       rank_(group_->rank()),
       shape_(shape),
@@ -81,7 +86,7 @@ ModelStage::ModelStage(std::shared_ptr<ProcessGroup> group, PipelineShape shape,
       batches_(std::move(micro_batches)),
       loss_scale_(loss_scale),
       checker_(rank_, shape),
-      last_gradients_(std::move(last_gradients)),
+      around_gradients_(std::move(around_gradients)),
       gradient_passes_(static_cast<std::size_t>(shape.virtual_stages), 0) {
   if (group_->size() != shape_.stages)
     throw Error("ModelStage", concat("a pipeline of ", shape_.stages, " stages needs a group of as many ranks, got ",
@@ -122,7 +127,7 @@ Task ModelStage::forward(int micro, int chunk) {
     x = saved.input;
   }
   for (int b = blocks_[static_cast<std::size_t>(s)].first; b < blocks_[static_cast<std::size_t>(s)].second; ++b)
-    x = (*model_.blocks[static_cast<std::size_t>(b)])(x);
+    x = run_block(model_.blocks[static_cast<std::size_t>(b)], x, model_.checkpoint_blocks);
   if (s == shape_.last_virtual_stage()) {
     saved.output = model_.head_loss(x, batches_[static_cast<std::size_t>(micro)].target);
     loss_sum_ += saved.output.item<double>();
@@ -168,15 +173,15 @@ Task ModelStage::backward_weight(int micro, int chunk) {
 
 void ModelStage::gradient_pass(int chunk, const std::function<void()>& pass) {
   const bool last = ++gradient_passes_.at(static_cast<std::size_t>(chunk)) == shape_.micro_batches;
-  if (!last || !last_gradients_) return pass();
-  last_gradients_(true);
+  if (!around_gradients_) return pass();
+  around_gradients_(last, true);
   try {
     pass();
   } catch (...) {
-    last_gradients_(false);
+    around_gradients_(last, false);
     throw;
   }
-  last_gradients_(false);
+  around_gradients_(last, false);
 }
 
 Task ModelStage::finish() {

@@ -29,7 +29,12 @@ struct PipelineModel {
   // x -> x, by index in the whole model (null for a block another rank holds)
   std::vector<std::shared_ptr<nn::Module>> blocks;
   std::function<Tensor(const Tensor& x, const Tensor& targets)> head_loss;  // -> the mean loss
+  // Activation checkpointing: each block keeps only its input and is run again in backward.
+  bool checkpoint_blocks = false;
 };
+
+// x through `block`; with `checkpoint`, through autograd::checkpoint (only x kept for backward).
+Tensor run_block(const std::shared_ptr<nn::Module>& block, const Tensor& x, bool checkpoint);
 
 // The blocks [first, last) of each of n virtual stages: `counts` of them (must add up to the
 // block count), or balanced (the first blocks % n stages one more). Error for a stage with
@@ -58,12 +63,14 @@ class ModelStage final : public PipelineStage {
   // computes only what the input gradient needs (autograd::backward_input) and
   // backward_weight the rest: the parameters' gradients (on virtual stage 0, which has no
   // input gradient to send, all of the backward). Posts every receive.
-  // last_gradients(true) runs before the pass that accumulates a chunk's last parameter
-  // gradients of the step (the m-th backward or backward_weight of that chunk), and
-  // last_gradients(false) after it: a data-parallel reducer syncs only then.
+  // around_gradients(last, true) runs before each pass that accumulates parameter gradients
+  // (a backward or backward_weight), around_gradients(last, false) after it; `last`: the pass
+  // is the chunk's m-th of the step, with its last gradients. A data-parallel reducer syncs
+  // then (ZeRO-2: in every pass).
+  using AroundGradients = std::function<void(bool last, bool before)>;
   ModelStage(std::shared_ptr<ProcessGroup> group, PipelineShape shape, const PipelineModel& model,
              std::vector<std::pair<int, int>> blocks_of_virtual_stage, std::vector<data::Example> micro_batches,
-             double loss_scale, std::function<void(bool)> last_gradients = {});
+             double loss_scale, AroundGradients around_gradients = {});
 
   int rank() const override { return rank_; }
   const PipelineShape& shape() const override { return shape_; }
@@ -86,8 +93,8 @@ class ModelStage final : public PipelineStage {
   };
   enum Kind : int { kActivation = 0, kGradient = 1 };
   Task input_gradient(PipelineOp op, int micro, int chunk);
-  // Runs `pass`, which accumulates parameter gradients of `chunk`, inside last_gradients'
-  // calls when it is the chunk's last of the step.
+  // Runs `pass`, which accumulates parameter gradients of `chunk`, between around_gradients'
+  // calls.
   void gradient_pass(int chunk, const std::function<void()>& pass);
   int tag(Kind kind, int micro, int stage) const;
   int rank_of(int stage) const { return stage % shape_.stages; }
@@ -104,7 +111,7 @@ class ModelStage final : public PipelineStage {
   std::map<std::pair<int, int>, Saved> saved_;  // by (micro, chunk)
   std::map<std::tuple<int, int, int>, std::unique_ptr<TensorReceive>> receives_;  // (kind, micro, stage)
   std::vector<Work> sends_;
-  std::function<void(bool)> last_gradients_;
+  AroundGradients around_gradients_;
   std::vector<int> gradient_passes_;  // per chunk, this step
 };
 

@@ -52,14 +52,25 @@ std::vector<std::string> decode_names(const Tensor& bytes) {
 
 PipelineRunner::PipelineRunner(StagedModel model, ParallelGroups groups, const Layout& layout,
                                std::vector<std::pair<int, int>> blocks_of_virtual_stage, const std::string& schedule,
-                               int micro_batches, std::shared_ptr<TensorParallel> tp, bool shard_gradients)
+                               int micro_batches, PipelineOptions options)
     : staged_(std::move(model)),
       groups_(std::move(groups)),
-      tp_(std::move(tp)),
+      tp_(std::move(options.tp)),
+      zero_stage_(options.zero_stage),
       shape_{.stages = layout.pp(), .virtual_stages = layout.vpp(), .micro_batches = micro_batches},
       schedule_(schedule_by_name(schedule)),
       blocks_(std::move(blocks_of_virtual_stage)) {
   check_schedule_shape(schedule, shape_);
+  if (options.zero_stage < 0 || options.zero_stage > 2)
+    throw Error("PipelineRunner", concat("zero_stage ", options.zero_stage, ": expected 0, 1 or 2"));
+  if (options.zero_stage == 2 && shape_.virtual_stages > 1)
+    throw Error("PipelineRunner", concat("ZeRO-2 reduce-scatters each gradient pass over all of a rank's parameters; ",
+                                         "with ", shape_.virtual_stages, " virtual stages per rank a pass has one "
+                                         "chunk's only: use ZeRO-1 with the interleaved schedule"));
+  if (options.checkpoint_blocks && schedule == "zb-h1")
+    throw Error("PipelineRunner", "activation checkpointing with the zb-h1 schedule: a recomputed block's weight "
+                                  "gradients would accumulate in the input pass, not the deferred weight pass; use "
+                                  "1f1b, gpipe or interleaved");
   simulate_pipeline(schedule_, shape_, {});  // the dry run: every call valid, nothing left waiting
   const nn::ModelPart expected = stage_part(shape_, groups_.coord.pp, blocks_);
   if (staged_.part.blocks != expected.blocks || staged_.part.embed != expected.embed ||
@@ -69,7 +80,8 @@ PipelineRunner::PipelineRunner(StagedModel model, ParallelGroups groups, const L
                                          staged_.blocks.size()));
   model_ = {.embed = staged_.embed,
             .blocks = std::vector<std::shared_ptr<nn::Module>>(static_cast<std::size_t>(staged_.num_blocks)),
-            .head_loss = staged_.head_loss};
+            .head_loss = staged_.head_loss,
+            .checkpoint_blocks = options.checkpoint_blocks};
   for (std::size_t i = 0; i < staged_.blocks.size(); ++i)
     model_.blocks.at(static_cast<std::size_t>(staged_.part.blocks[i])) = staged_.blocks[i];
   if (shape_.stages > 1) embedding_group_ = groups_.pp->new_group({0, shape_.stages - 1}, "embedding");
@@ -78,16 +90,28 @@ PipelineRunner::PipelineRunner(StagedModel model, ParallelGroups groups, const L
     for (const auto& [name, p] : staged_.module->named_parameters())
       if (!holds_tied_copy(p)) names.push_back(name);
     reducer_ = std::make_unique<Reducer>(trained_parameters(), std::move(names), groups_.dp,
-                                         ReducerOptions{.shard_gradients = shard_gradients, .finalize_explicitly = true});
+                                         ReducerOptions{.shard_gradients = zero_stage_ >= 1,
+                                                        .release_gradients = zero_stage_ == 2,
+                                                        .finalize_explicitly = true});
     reducer_->set_sync(false);
   }
 }
 
 double PipelineRunner::step(const std::vector<data::Example>& micro_batches) {
-  std::function<void(bool)> last_gradients;
-  if (reducer_) last_gradients = [reducer = reducer_.get()](bool last) { reducer->set_sync(last); };
+  // The reducer syncs in each chunk's last gradient pass (its buckets launched in the
+  // cool-down), under ZeRO-2 in every pass, each reduce-scattered as it ends.
+  ModelStage::AroundGradients around;
+  if (reducer_ && zero_stage_ == 2)
+    around = [reducer = reducer_.get()](bool, bool before) {
+      reducer->set_sync(before);
+      if (!before) reducer->finalize();
+    };
+  else if (reducer_)
+    around = [reducer = reducer_.get()](bool last, bool before) {
+      if (last) reducer->set_sync(before);
+    };
   ModelStage stage(groups_.pp, shape_, model_, blocks_, micro_batches,
-                   1.0 / static_cast<double>(shape_.micro_batches), std::move(last_gradients));
+                   1.0 / static_cast<double>(shape_.micro_batches), std::move(around));
   run(run_step(schedule_, stage));
   return stage.loss_sum();
 }
@@ -108,7 +132,8 @@ void PipelineRunner::finish_gradients() {
   if (reducer_) reducer_->finalize();
   if (!embedding_group_) return;  // rank 0 of it is the first stage
   for (const Tensor& p : staged_.tied_parameters) {
-    if (!p.grad().defined())
+    const bool released = zero_stage_ == 2 && reducer_ && !holds_tied_copy(p);  // in the pieces
+    if (!released && !p.grad().defined())
       throw Error("PipelineRunner", concat("a tied parameter of shape ", p.shape(), " has no gradient on pipeline rank ",
                                            groups_.coord.pp, " after the step"));
     // The first stage's copy is averaged by the reducer; the sum of the averages is the
@@ -117,7 +142,7 @@ void PipelineRunner::finish_gradients() {
     if (holds_tied_copy(p)) {
       embedding_group_->reduce(p.grad(), 0).wait();
       p.set_grad(Tensor());
-    } else if (reducer_ && reducer_->shards_gradients()) {
+    } else if (reducer_ && zero_stage_ >= 1) {
       add_tied_gradient_to_pieces(p);
     } else {
       embedding_group_->reduce(p.grad(), 0).wait();
@@ -128,7 +153,7 @@ void PipelineRunner::finish_gradients() {
 void PipelineRunner::add_tied_gradient_to_pieces(const Tensor& p) {
   // The first stage's averaged gradient of p is in its pieces; the last stage's average comes
   // whole (this rank adds zeros to the reduce) and each piece takes its block of it.
-  Tensor last = zeros_like(p.grad());
+  Tensor last = zeros_like(p);
   embedding_group_->reduce(last, 0).wait();
   const Tensor flat = last.reshape({-1});
   const std::vector<Tensor>& pieces = reducer_->shard_pieces();

@@ -52,19 +52,28 @@ struct StagedModel {
   std::vector<Tensor> tied_parameters;
 };
 
+struct PipelineOptions {
+  std::shared_ptr<TensorParallel> tp = nullptr;  // the model's tensor-parallel layers (null without)
+  // 1: ZeRO-1 over the data-parallel group (see ReducerOptions::shard_gradients): reducer()'s
+  // shard_pieces() are what this rank's optimizer updates, and after the update
+  // reducer()->all_gather_parameters() shares them. 2: ZeRO-2 (release_gradients), each
+  // gradient pass reduce-scattered as it ends (one chunk per rank: not interleaved).
+  int zero_stage = 0;
+  // Activation checkpointing of every block (not with zb-h1, whose split backward would
+  // accumulate the recomputed blocks' weight gradients in the input pass: an Error).
+  bool checkpoint_blocks = false;
+};
+
 class PipelineRunner {
  public:
   // blocks_of_virtual_stage: split_blocks' ranges, which model.part must be this rank's
-  // stage_part of; tp: the model's tensor-parallel layers (null without). Collective over the
+  // stage_part of. Collective over the
   // pipeline group (makes the group of its first and last rank). Error naming the schedule if
   // it cannot run the shape or its dry run on the simulator fails, or when the part is not this
   // rank's.
-  // shard_gradients: ZeRO-1 over the data-parallel group (see ReducerOptions): reducer()'s
-  // shard_pieces() are what this rank's optimizer updates, and after the update
-  // reducer()->all_gather_parameters() shares them.
   PipelineRunner(StagedModel model, ParallelGroups groups, const Layout& layout,
                  std::vector<std::pair<int, int>> blocks_of_virtual_stage, const std::string& schedule, int micro_batches,
-                 std::shared_ptr<TensorParallel> tp = nullptr, bool shard_gradients = false);
+                 PipelineOptions options = {});
 
   // One step over `micro_batches` (this data-parallel rank's, the shape's number of them);
   // returns the sum of their losses on the rank of the last stage (0 elsewhere). Gradients
@@ -75,7 +84,7 @@ class PipelineRunner {
   std::vector<Tensor> trained_parameters() const;
   // After step: finishes the data-parallel average of every gradient and adds the last
   // stage's gradients of the tied parameters into the first stage's (the last stage's are
-  // dropped); under shard_gradients into the first stage's pieces of them.
+  // dropped); under ZeRO into the first stage's pieces of them.
   void finish_gradients();
   // The data-parallel reducer over trained_parameters() (null when dp = 1).
   Reducer* reducer() const { return reducer_.get(); }
@@ -103,6 +112,7 @@ class PipelineRunner {
   StagedModel staged_;
   ParallelGroups groups_;
   std::shared_ptr<TensorParallel> tp_;
+  int zero_stage_;
   PipelineShape shape_;
   Schedule schedule_;
   PipelineModel model_;

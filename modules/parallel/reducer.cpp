@@ -23,6 +23,12 @@ struct Reducer::State : std::enable_shared_from_this<State> {
     // shard_gradients: `buffer` is padded to a multiple of the group size; the parameters
     // live in `weights` (same layout) and this rank's block of the average lands in `block`.
     Tensor weights, block;
+    std::vector<std::size_t> pieces;  // indices of this rank's pieces in it
+    // release_gradients: `buffer` (numel elements) exists only while a pass fills and reduces
+    // it; the reduce-scatter lands in `incoming`, which drain() adds into `block`.
+    std::int64_t numel = 0;
+    Tensor incoming;
+    bool drained = false;
   };
 
   std::vector<Tensor> params;
@@ -71,9 +77,9 @@ struct Reducer::State : std::enable_shared_from_this<State> {
         total += params[i].numel();
       }
       if (options.shard_gradients) total = (total + ranks - 1) / ranks * ranks;  // equal blocks
-      const Tensor& first = params[members.front()];
-      b.buffer = zeros({total}, TensorOptions{.dtype = first.dtype(), .device = first.device()});
+      b.numel = total;
       b.params = std::move(members);
+      allocate_buffer(b);
       made.push_back(std::move(b));
     }
     buckets = std::move(made);
@@ -84,6 +90,8 @@ struct Reducer::State : std::enable_shared_from_this<State> {
       }
     if (options.shard_gradients)
       for (Bucket& b : buckets) shard(b);
+    if (options.release_gradients)
+      for (Bucket& b : buckets) b.buffer = Tensor();
     // Gradients already held as views of the old buckets move into the new ones.
     if (options.gradient_as_bucket_view)
       for (std::size_t i = 0; i < params.size(); ++i)
@@ -109,10 +117,17 @@ struct Reducer::State : std::enable_shared_from_this<State> {
       params[i].set_data(home);
       const std::int64_t lo = std::max(offset, start), hi = std::min(offset + numel, start + length);
       if (lo >= hi) continue;
+      b.pieces.push_back(pieces.size());
       pieces.push_back(b.weights.narrow(0, lo, hi - lo).detach().requires_grad_());
       piece_grads.push_back(b.block.narrow(0, lo - start, hi - lo));
       piece_owners.push_back(i);
     }
+  }
+
+  // The bucket's zeros (release_gradients: again for each pass).
+  void allocate_buffer(Bucket& b) const {
+    const Tensor& first = params[b.params.front()];
+    b.buffer = zeros({b.numel}, TensorOptions{.dtype = first.dtype(), .device = first.device()});
   }
 
   void reset_pass() {
@@ -121,6 +136,7 @@ struct Reducer::State : std::enable_shared_from_this<State> {
     for (Bucket& b : buckets) {
       b.pending = b.params.size();
       b.work = Work();
+      b.drained = false;
     }
     next_launch = 0;
     pass_order.clear();
@@ -128,15 +144,33 @@ struct Reducer::State : std::enable_shared_from_this<State> {
 
   // Copies params[i]'s grad into its bucket (zeros without one) and launches what is ready.
   void mark_ready(std::size_t i) {
+    Bucket& bucket = buckets[bucket_of[i]];
+    if (!bucket.buffer.defined()) allocate_buffer(bucket);
     Tensor view = bucket_view(i);
     const Tensor& g = params[i].grad();
     if (!g.defined()) view.zero_();
     else if (!(options.gradient_as_bucket_view && grad_is_view(i, view))) view.copy_(g);
+    if (options.release_gradients) params[i].set_grad(Tensor());  // its bucket holds it now
     ready[i] = true;
     pass_order.push_back(i);
-    --buckets[bucket_of[i]].pending;
+    --bucket.pending;
     while (next_launch < buckets.size() && buckets[next_launch].pending == 0) launch(next_launch++);
     progress();
+    if (options.release_gradients)  // free what the collectives are done with
+      for (std::size_t k = 0; k < next_launch; ++k)
+        if (!buckets[k].drained && buckets[k].work.state() && buckets[k].work.state()->done()) drain(buckets[k]);
+  }
+
+  // release_gradients: adds the bucket's reduced block into `block` (a new sum when the
+  // optimizer's zero_grad cleared its pieces' grads) and frees its full-size buffers.
+  void drain(Bucket& b) {
+    b.work.wait();  // done: rethrows the collective's error
+    const bool restart = b.pieces.empty() || !pieces[b.pieces.front()].grad().defined();
+    if (restart) b.block.copy_(b.incoming);
+    else kernels::accumulate_(b.block, b.incoming);
+    b.incoming = Tensor();
+    b.buffer = Tensor();
+    b.drained = true;
   }
 
   // MPI has no progress thread: the buckets in flight move on (the next steps of a ring
@@ -158,8 +192,10 @@ struct Reducer::State : std::enable_shared_from_this<State> {
     const ReduceOptions average{.op = ReduceOp::Avg,
                                 .accumulate_in_float32 = t == kBFloat16 || t == kFloat16,
                                 .timeout = options.timeout};
-    b.work = options.shard_gradients ? group->reduce_scatter(b.block, b.buffer, average)
-                                     : group->all_reduce(b.buffer, average);
+    if (options.release_gradients) b.incoming = empty_like(b.block);
+    b.work = options.shard_gradients
+                 ? group->reduce_scatter(options.release_gradients ? b.incoming : b.block, b.buffer, average)
+                 : group->all_reduce(b.buffer, average);
     launches.push_back(k);
   }
 
@@ -208,6 +244,9 @@ struct Reducer::State : std::enable_shared_from_this<State> {
       reset_pass();
       throw;
     }
+    if (options.release_gradients)
+      for (Bucket& b : buckets)
+        if (!b.drained) drain(b);
     if (options.shard_gradients) {
       for (std::size_t k = 0; k < pieces.size(); ++k) pieces[k].set_grad(piece_grads[k]);
     } else {
@@ -260,6 +299,9 @@ Reducer::Reducer(std::vector<Tensor> params, std::vector<std::string> names, std
                  ReducerOptions options)
     : state_(std::make_shared<State>()) {
   if (!group) throw Error("Reducer", "expected a process group, got nullptr");
+  if (options.release_gradients && !options.shard_gradients)
+    throw Error("Reducer", "release_gradients (ZeRO-2) keeps only this rank's blocks of the gradients: it needs "
+                           "shard_gradients");
   if (options.shard_gradients && options.gradient_as_bucket_view)
     throw Error("Reducer", "shard_gradients keeps only a block of each bucket's average: gradient_as_bucket_view "
                            "cannot apply");
@@ -291,8 +333,6 @@ const std::vector<Tensor>& Reducer::parameters() const { return state_->params; 
 const std::shared_ptr<ProcessGroup>& Reducer::group() const { return state_->group; }
 
 void Reducer::set_sync(bool sync) { state_->sync = sync; }
-
-bool Reducer::shards_gradients() const { return state_->options.shard_gradients; }
 
 void Reducer::finalize() {
   if (!state_->options.finalize_explicitly)

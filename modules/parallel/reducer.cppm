@@ -53,6 +53,13 @@ struct ReducerOptions {
   // own grad() keeps the local gradients. Buckets are not rebuilt; gradient_as_bucket_view
   // does not apply.
   bool shard_gradients = false;
+  // ZeRO-2 (with shard_gradients): the full gradient is never kept. Each parameter's grad() is
+  // released once copied into its bucket, a bucket's full-size buffer lives only from its first
+  // gradient until its reduce-scatter completes, and every synchronised backward's average is
+  // added into this rank's blocks (the pieces' grad(); after the optimizer's zero_grad the next
+  // backward starts a new sum). With gradient accumulation keep every backward synchronised
+  // (no no_sync): each micro-batch is reduce-scattered as its backward runs.
+  bool release_gradients = false;
   std::optional<Clock::duration> timeout = std::nullopt;  // of each all-reduce
   // The caller ends each synchronised step with finalize() instead of the backward pass's
   // end: for gradients accumulated over passes spread across a schedule (pipeline
@@ -94,7 +101,6 @@ class Reducer {
   std::size_t buckets_launched_during_backward() const;
   std::int64_t synchronized_backwards() const;
 
-  bool shards_gradients() const;
   // shard_gradients: this rank's block of every bucket, one leaf tensor per parameter it
   // overlaps (1-d views of that parameter's storage), and the index of that parameter.
   const std::vector<Tensor>& shard_pieces() const;

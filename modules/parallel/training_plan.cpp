@@ -1,5 +1,6 @@
 // TrainingPlan (see training_plan.cppm).
 module;
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -48,8 +49,8 @@ TrainingPlan::TrainingPlan(const Layout& layout, ParallelGroups groups, const Bu
       options_(std::move(options)),
       scaler_({.enabled = options_.loss_scaling}) {
   const PlanOptions& o = options_;
-  if (o.zero_stage != 0 && o.zero_stage != 1)
-    throw Error("TrainingPlan", concat("zero_stage ", o.zero_stage, ": expected 0 or 1 (ZeRO-1)"));
+  if (o.zero_stage < 0 || o.zero_stage > 2)
+    throw Error("TrainingPlan", concat("zero_stage ", o.zero_stage, ": expected 0, 1 or 2"));
   if (!groups_.world && layout_.world_size() > 1)
     throw Error("TrainingPlan", concat("a layout of ", layout_.world_size(), " ranks (", layout_.str(),
                                        ") needs the groups of a world that size; got none"));
@@ -75,11 +76,13 @@ TrainingPlan::TrainingPlan(const Layout& layout, ParallelGroups groups, const Bu
   // handles stay valid.
   if (o.device.is_cuda()) model_.module->to(o.device);
   if (pipelined)
-    pipeline_ = std::make_unique<PipelineRunner>(model_, groups_, layout_, stage_blocks, o.schedule, o.micro_batches,
-                                                 tp_, o.zero_stage == 1);
+    pipeline_ = std::make_unique<PipelineRunner>(
+        model_, groups_, layout_, stage_blocks, o.schedule, o.micro_batches,
+        PipelineOptions{.tp = tp_, .zero_stage = o.zero_stage, .checkpoint_blocks = o.checkpoint_blocks});
   else if (layout_.dp() > 1)  // replicas start from rank 0's weights
-    ddp_ = std::make_unique<DistributedDataParallel>(model_.module, groups_.dp,
-                                                     DDPOptions{.shard_gradients = o.zero_stage == 1});
+    ddp_ = std::make_unique<DistributedDataParallel>(
+        model_.module, groups_.dp,
+        DDPOptions{.shard_gradients = o.zero_stage >= 1, .release_gradients = o.zero_stage == 2});
   optimizer_ = make_optimizer(optimized_tensors());
   if (o.cuda_graph) {  // the graph holds the update too
     const auto* adam = dynamic_cast<const optim::Adam*>(optimizer_.get());
@@ -116,7 +119,7 @@ Tensor TrainingPlan::forward_loss(const Tensor& idx, const Tensor& targets) cons
   std::optional<AutocastGuard> autocast;  // the forward pass only
   if (options_.autocast) autocast.emplace(DeviceType::CUDA, *options_.autocast);
   Tensor x = model_.embed(idx);
-  for (const auto& block : model_.blocks) x = (*block)(x);
+  for (const auto& block : model_.blocks) x = run_block(block, x, options_.checkpoint_blocks);
   return model_.head_loss(x, targets);
 }
 
@@ -133,14 +136,18 @@ double TrainingPlan::run_passes(const std::vector<data::Example>& micro_batches,
   double loss_sum = 0;
   for (std::size_t k = 0; k < micro_batches.size(); ++k) {
     // All but the last micro-batch accumulate locally; the last one's backward averages
-    // everything over the data-parallel ranks.
-    const auto no_sync =
-        ddp_ && k + 1 < micro_batches.size() ? ddp_->no_sync() : DistributedDataParallel::NoSync();
+    // everything over the data-parallel ranks. ZeRO-2 reduce-scatters every micro-batch's.
+    const auto no_sync = ddp_ && options_.zero_stage < 2 && k + 1 < micro_batches.size()
+                             ? ddp_->no_sync()
+                             : DistributedDataParallel::NoSync();
     const Tensor inputs = micro_batches[k].data.to(device), targets = micro_batches[k].target.to(device);
+    const std::int64_t allocated = memory_stats(device).allocated_bytes;
     const auto start = Clock::now();
     const Tensor loss = forward_loss(inputs, targets);
     loss_sum += loss.item<double>();  // on a GPU, waits for the forward pass
     result.forward_ms += ms_since(start);
+    result.activation_bytes =
+        std::max(result.activation_bytes, memory_stats(device).allocated_bytes - allocated);
     const auto backward_start = Clock::now();
     scaler_.scale(div(loss, m)).backward();
     synchronize(device);

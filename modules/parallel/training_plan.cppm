@@ -49,12 +49,18 @@ struct OptimizedTensor {
 using MakeOptimizer = std::function<std::unique_ptr<optim::Optimizer>(const std::vector<OptimizedTensor>& tensors)>;
 
 struct PlanOptions {
-  int zero_stage = 0;              // 1: optimizer state and averaged gradients sharded over dp
+  // 1 (ZeRO-1): optimizer state and averaged gradients sharded over dp; 2 (ZeRO-2): and the
+  // full gradient never kept (each micro-batch's reduce-scattered as its backward runs; under
+  // a pipeline, not with virtual stages).
+  int zero_stage = 0;
   bool sequence_parallel = false;  // activations between tensor-parallel regions split along T
   std::string schedule = "1f1b";   // pipeline schedule (pp > 1): gpipe, 1f1b, interleaved, zb-h1
   std::vector<int> pipeline_blocks = {};  // blocks of each virtual stage (empty: balanced)
   int micro_batches = 1;           // per data-parallel rank and step
   double grad_clip = 0;            // the largest gradient norm (0: no clipping)
+  // Activation checkpointing of every block: only each block's input is kept, and the block
+  // runs again in backward (not with the zb-h1 schedule).
+  bool checkpoint_blocks = false;
   Device device = Device::cpu();   // where the part trains (built on the CPU, then moved)
   std::optional<DataType> autocast = std::nullopt;  // CUDA: forward passes autocast to it
   bool loss_scaling = false;       // float16: dynamic loss scaling (GradScaler)
@@ -70,6 +76,9 @@ struct StepResult {
   // Host time of the passes (under a pipeline schedule or a CUDA graph all in forward_ms) and
   // of the rest: the gradient finish, norm and update.
   double forward_ms = 0, backward_ms = 0, update_ms = 0;
+  // Without a pipeline (eager steps): the most bytes a micro-batch's forward pass left allocated
+  // on the device for its backward (saved activations, the loss's inputs); 0 otherwise.
+  std::int64_t activation_bytes = 0;
 };
 
 class TrainingPlan {
@@ -117,7 +126,7 @@ class TrainingPlan {
   std::int64_t steps_ = 0;
 
   Reducer* reducer() const;  // the data-parallel one (null when dp = 1)
-  bool zero() const { return options_.zero_stage == 1 && reducer() != nullptr; }
+  bool zero() const { return options_.zero_stage >= 1 && reducer() != nullptr; }
   std::vector<OptimizedTensor> optimized_tensors() const;
   Tensor forward_loss(const Tensor& idx, const Tensor& targets) const;  // the whole model's
   // Forward and backward of every micro-batch; returns the sum of their losses (on the last

@@ -72,8 +72,9 @@ void add_train_flags(CLI::App& app, TrainFlags& f) {
   app.add_option("--metrics_out", f.metrics_out, "JSON lines file, one object per step");
   app.add_option("--threads", f.threads, "OpenMP threads (0: the default)");
   app.add_option("--zero_stage", f.zero_stage,
-                 "1: under mpirun, shard the optimizer state over the data-parallel ranks (ZeRO-1; with "
-                 "--tensor_parallel too); each rank saves its shard")->check(CLI::Range(0, 1));
+                 "under mpirun: 1 shards the optimizer state over the data-parallel ranks (ZeRO-1), 2 the "
+                 "gradients too (ZeRO-2: each micro-batch's reduce-scattered, the full gradient never kept); with "
+                 "--tensor_parallel and --pipeline_parallel too; each rank saves its shard")->check(CLI::Range(0, 2));
   app.add_option("--tensor_parallel", f.tensor_parallel,
                  "under mpirun: ranks each layer is split over (heads, MLP features, vocabulary); the data-parallel "
                  "size is the world size / this")->check(CLI::PositiveNumber);
@@ -89,6 +90,9 @@ void add_train_flags(CLI::App& app, TrainFlags& f) {
   app.add_option("--pipeline_blocks", f.pipeline_blocks,
                  "blocks of each virtual stage, e.g. 1,3 (default: balanced, the first stages one more)")
       ->delimiter(',');
+  app.add_option("--activation_checkpointing", f.activation_checkpointing,
+                 "none, or full: each block keeps only its input for backward and runs again there (less activation "
+                 "memory, one more forward pass of the blocks)")->check(CLI::IsMember({"none", "full"}));
 }
 
 void prepare_run(const TrainFlags& f) {
@@ -266,10 +270,10 @@ io::Checkpoint load_state(const std::string& load, const Ranks& ranks, bool zero
   if (!std::filesystem::exists(dir / "manifest.json")) {
     if (!zero && tp == 1 && std::filesystem::exists(std::filesystem::path(load) / "rank_0"))
       throw Error("train", concat("--load ", load, " holds a ZeRO-1 checkpoint (one shard per rank): resume it with "
-                                  "--zero_stage 1 and its number of ranks"));
+                                  "--zero_stage 1 (or 2) and its number of ranks"));
     if (zero)
       throw Error("train", concat("--load ", load, " has no ZeRO-1 shard for rank ", ranks.rank, " (", dir.string(),
-                                  "): it was written without --zero_stage 1 or by fewer ranks"));
+                                  "): it was written without --zero_stage 1 or 2, or by fewer ranks"));
     throw Error("train", concat("--load ", load, " has no training state for this rank (", dir.string(), "): it was ",
                                 "written with another --zero_stage or --tensor_parallel; resume with the same, or start "
                                 "a new run from its llm.c checkpoint with --llmc_filepath"));
@@ -324,13 +328,17 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
   const parallel::Layout& layout = ranks.layout;
   const std::string layout_name = layout.str() + (f.sequence_parallel ? " SP" : "");
   const std::int64_t B = f.batch_size, T = f.sequence_length, dp = layout.dp();
-  const bool zero = ranks.world && f.zero_stage == 1;
+  const bool zero = ranks.world && f.zero_stage >= 1;  // stages 1 and 2 save alike
   if (f.sequence_parallel && layout.tp() == 1)
     throw Error("train", "--sequence_parallel 1 splits the sequence over the tensor-parallel ranks: it needs "
                          "--tensor_parallel > 1");
   if (f.sequence_parallel && T % layout.tp() != 0)
     throw Error("train", concat("--sequence_parallel 1 splits --sequence_length ", T, " over ", layout.tp(),
                                 " tensor-parallel ranks: it must be a multiple of ", layout.tp()));
+  if (f.activation_checkpointing == "full" && layout.pp() > 1 && f.pp_schedule == "zb-h1")
+    throw Error("train", "--activation_checkpointing full with --pp_schedule zb-h1: a recomputed block's weight "
+                         "gradients would come in the input pass, not zb-h1's deferred weight pass; use 1f1b, gpipe or "
+                         "interleaved");
   if (!f.pipeline_blocks.empty() && layout.pp() == 1)
     throw Error("train", "--pipeline_blocks splits the blocks between pipeline stages: it needs --pipeline_parallel > 1");
   const std::int64_t tokens_per_step = f.total_batch_size > 0 ? f.total_batch_size : B * T * dp;
@@ -364,12 +372,13 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
   const Device device = train_device(f);
   const bool autocast = device.is_cuda() && f.dtype != "float32";
   parallel::TrainingPlan plan(layout, ranks.groups, build,
-                              {.zero_stage = zero ? 1 : 0,
+                              {.zero_stage = zero ? f.zero_stage : 0,
                                .sequence_parallel = f.sequence_parallel,
                                .schedule = f.pp_schedule,
                                .pipeline_blocks = f.pipeline_blocks,
                                .micro_batches = static_cast<int>(micro_steps),
                                .grad_clip = f.grad_clip,
+                               .checkpoint_blocks = f.activation_checkpointing == "full",
                                .device = device,
                                .autocast = autocast ? std::optional(f.dtype == "bfloat16" ? kBFloat16 : kFloat16)
                                                     : std::nullopt,
@@ -471,9 +480,11 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
     }
     metrics.line(format("{\"step\": %lld, \"loss\": %.7f, \"lr\": %.6e, \"grad_norm\": %.6f, \"ms\": %.3f, "
                         "\"tokens_per_s\": %.1f, \"peak_bytes\": %lld, \"forward_ms\": %.3f, \"backward_ms\": %.3f, "
-                        "\"optimizer_ms\": %.3f}",
+                        "\"optimizer_ms\": %.3f, \"activation_bytes\": %lld, \"allocated_bytes\": %lld}",
                         static_cast<long long>(step), last_loss, lr, norm, ms, tokens_per_s, static_cast<long long>(peak),
-                        result.forward_ms, result.backward_ms, result.update_ms));
+                        result.forward_ms, result.backward_ms, result.update_ms,
+                        static_cast<long long>(result.activation_bytes),
+                        static_cast<long long>(memory_stats(device).allocated_bytes)));
     state.step = step + 1;
     const bool last = state.step == f.num_iteration;
     const bool validate = val_data && f.val_loss_every > 0 && (state.step % f.val_loss_every == 0 || last);

@@ -43,6 +43,7 @@ struct TrainFlags {
   int virtual_pipeline_parallel = 1;  // chunks of blocks per pipeline rank (interleaved schedule)
   std::string pp_schedule = "1f1b";   // gpipe, 1f1b, interleaved or zb-h1
   std::vector<int> pipeline_blocks;   // blocks of each virtual stage (empty: balanced)
+  std::string activation_checkpointing = "none";  // full: every block recomputed in backward
 };
 
 void add_train_flags(CLI::App& app, TrainFlags& flags);

@@ -205,6 +205,24 @@ TEST(DistributedDataParallel, GradientsAsBucketViews) {
   }
 }
 
+// Every piece of `reducer` (shard_gradients, float64 parameters) is a slice of its parameter
+// (same storage) whose grad is the same slice of `expected` (its parameter's gradient).
+void expect_piece_gradients(const Reducer& reducer, const std::vector<Tensor>& params,
+                            const std::vector<Tensor>& expected, const std::string& label) {
+  const auto& pieces = reducer.shard_pieces();
+  const auto& owners = reducer.shard_owners();
+  ASSERT_EQ(pieces.size(), owners.size());
+  for (std::size_t k = 0; k < pieces.size(); ++k) {
+    const Tensor& param = params[owners[k]];
+    const auto* base = static_cast<const char*>(param.data_ptr());
+    const std::int64_t offset =
+        (static_cast<const char*>(pieces[k].data_ptr()) - base) / static_cast<std::int64_t>(sizeof(double));
+    ASSERT_TRUE(offset >= 0 && offset + pieces[k].numel() <= param.numel()) << label << ", piece " << k;
+    expect_close(pieces[k].grad(), expected[owners[k]].reshape({-1}).narrow(0, offset, pieces[k].numel()),
+                 concat(label, " gradient piece ", k));
+  }
+}
+
 // ZeRO-1: rank r's pieces hold block r of the averaged gradient; an update of the pieces
 // followed by all_gather_parameters() gives every rank the fully updated parameters.
 TEST(DistributedDataParallel, ShardedGradientsAndParameterGather) {
@@ -225,19 +243,10 @@ TEST(DistributedDataParallel, ShardedGradientsAndParameterGather) {
     for (const Tensor& p : reference_params) expected.push_back(p.grad());
     model->loss(rows(r, step), true).backward();
     const auto& pieces = reducer.shard_pieces();
-    const auto& owners = reducer.shard_owners();
-    ASSERT_EQ(pieces.size(), owners.size());
-    // Every piece is a slice of its parameter (same storage) holding a slice of its gradient.
+    expect_piece_gradients(reducer, params, expected, concat("step ", step));
     std::int64_t covered = 0;
     double squares = 0;
     for (std::size_t k = 0; k < pieces.size(); ++k) {
-      const Tensor& param = params[owners[k]];
-      const auto* base = static_cast<const char*>(param.data_ptr());
-      const std::int64_t offset =
-          (static_cast<const char*>(pieces[k].data_ptr()) - base) / static_cast<std::int64_t>(sizeof(double));
-      ASSERT_TRUE(offset >= 0 && offset + pieces[k].numel() <= param.numel()) << "piece " << k;
-      expect_close(pieces[k].grad(), expected[owners[k]].reshape({-1}).narrow(0, offset, pieces[k].numel()),
-                   concat("step ", step, " gradient piece ", k));
       covered += pieces[k].numel();
       const Tensor g = pieces[k].grad();
       squares += sum(mul(g, g)).item<double>();
@@ -263,6 +272,34 @@ TEST(DistributedDataParallel, ShardedGradientsAndParameterGather) {
       expect_close(params[i], reference_params[i], concat("step ", step, " parameter ", i, " after the gather"));
     for (const Tensor& p : params) p.set_grad(Tensor());
   }
+}
+
+// ZeRO-2: every synchronised backward adds its average into the pieces' grads, each
+// parameter's grad is released once its bucket holds it, and zero_grad of the pieces (set to
+// none, as an optimizer's) starts the next step's sum.
+TEST(DistributedDataParallel, ZeRO2AddsEveryMicroBatchIntoThePiecesAndKeepsNoGradient) {
+  auto pg = world();
+  const int r = pg->rank(), n = pg->size();
+  auto model = std::make_shared<ToyImpl>(static_cast<double>(r));
+  DistributedDataParallel ddp(model, pg, {.buckets = {.first_bucket_bytes = 64, .bucket_bytes = 128},
+                                          .shard_gradients = true, .release_gradients = true});
+  auto reference = std::make_shared<ToyImpl>(0.0);
+  const std::vector<Tensor> params = model->parameters(), reference_params = reference->parameters();
+  for (int step = 0; step < 2; ++step) {
+    for (Tensor p : reference_params) p.set_grad(Tensor());
+    for (int k = 0; k < 2; ++k)  // two micro-batches of every rank's rows
+      for (int q = 0; q < n; ++q) div(reference->loss(rows(q, 2 * step + k), true), 2.0 * n).backward();
+    std::vector<Tensor> expected;
+    for (const Tensor& p : reference_params) expected.push_back(p.grad());
+    for (Tensor piece : ddp.reducer().shard_pieces()) piece.set_grad(Tensor());  // the optimizer's zero_grad
+    for (int k = 0; k < 2; ++k) {
+      div(model->loss(rows(r, 2 * step + k), true), 2.0).backward();
+      for (std::size_t i = 0; i < params.size(); ++i)
+        EXPECT_FALSE(params[i].grad().defined()) << "step " << step << ": parameter " << i << " kept its gradient";
+    }
+    expect_piece_gradients(ddp.reducer(), params, expected, concat("step ", step));
+  }
+  EXPECT_THROW(Reducer(model->parameters(), {}, pg, {.release_gradients = true}), Error);  // needs shard_gradients
 }
 
 TEST(DistributedDataParallel, BFloat16GradientsAccumulateInFloat32) {
