@@ -292,6 +292,7 @@ TensorList run_engine(std::vector<Pending> starts, const PassOptions& options) {
     TensorList outputs;
     {
       WantedOutputsScope scope(&mask, &targets);
+      const trace::Span span(node->name(), "backward");
       outputs = node->apply(std::move(grads));
     }
     if (anomaly_mode) check_finite(*node, outputs);

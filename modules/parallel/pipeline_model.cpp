@@ -114,15 +114,31 @@ int ModelStage::tag(Kind kind, int micro, int stage) const {
 
 TensorReceive& ModelStage::receive(Kind kind, int micro, int stage) { return *receives_.at({kind, micro, stage}); }
 
+namespace {
+
+// --profile: the time a pass waited for its input, as a "wait" slice.
+void record_wait(std::string_view what, std::int64_t start_us) {
+  if (!trace::recording()) return;
+  trace::add({.name = std::string(what), .category = "wait", .ts_us = start_us,
+              .duration_us = trace::now_us() - start_us, .track = trace::thread_track()});
+}
+
+}  // namespace
+
 Task ModelStage::forward(int micro, int chunk) {
   checker_.check(PipelineOp::Forward, micro, chunk);
   const int s = shape_.virtual_stage(rank_, chunk);
   Saved saved;
   Tensor x;
+  if (s > 0) {
+    const std::int64_t wait_start = trace::now_us();
+    saved.input = co_await receive(kActivation, micro, s).tensor();
+    record_wait("receive activation", wait_start);
+  }
+  const trace::Span span(concat("F ", micro, ".", chunk), "pipeline");
   if (s == 0) {
     x = model_.embed(batches_[static_cast<std::size_t>(micro)].data);
   } else {
-    saved.input = co_await receive(kActivation, micro, s).tensor();
     saved.input.requires_grad_(true);
     x = saved.input;
   }
@@ -148,8 +164,11 @@ Task ModelStage::input_gradient(PipelineOp op, int micro, int chunk) {
   checker_.check(op, micro, chunk);
   const int s = shape_.virtual_stage(rank_, chunk);
   Saved& saved = saved_.at({micro, chunk});
+  const std::int64_t wait_start = trace::now_us();
   const Tensor output_grad = s == shape_.last_virtual_stage() ? full_like(saved.output, loss_scale_)
                                                               : co_await receive(kGradient, micro, s).tensor();
+  if (s != shape_.last_virtual_stage()) record_wait("receive gradient", wait_start);
+  const trace::Span span(concat(op == PipelineOp::Backward ? "B " : "I ", micro, ".", chunk), "pipeline");
   Tensor input_grad;
   if (op == PipelineOp::Backward) {
     gradient_pass(chunk, [&] { autograd::backward({saved.output}, {output_grad}); });
@@ -165,6 +184,7 @@ Task ModelStage::input_gradient(PipelineOp op, int micro, int chunk) {
 
 Task ModelStage::backward_weight(int micro, int chunk) {
   checker_.check(PipelineOp::BackwardWeight, micro, chunk);
+  const trace::Span span(concat("W ", micro, ".", chunk), "pipeline");
   Saved& saved = saved_.at({micro, chunk});
   gradient_pass(chunk, [&] { autograd::backward_weight(saved.deferred); });
   saved_.erase({micro, chunk});

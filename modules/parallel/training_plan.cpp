@@ -143,11 +143,13 @@ double TrainingPlan::run_passes(const std::vector<data::Example>& micro_batches,
     const Tensor inputs = micro_batches[k].data.to(device), targets = micro_batches[k].target.to(device);
     const std::int64_t allocated = memory_stats(device).allocated_bytes;
     const auto start = Clock::now();
+    std::optional<trace::Span> span(std::in_place, concat("forward ", k), "step");
     const Tensor loss = forward_loss(inputs, targets);
     loss_sum += loss.item<double>();  // on a GPU, waits for the forward pass
     result.forward_ms += ms_since(start);
     result.activation_bytes =
         std::max(result.activation_bytes, memory_stats(device).allocated_bytes - allocated);
+    span.emplace(concat("backward ", k), "step");
     const auto backward_start = Clock::now();
     scaler_.scale(div(loss, m)).backward();
     synchronize(device);
@@ -161,6 +163,7 @@ StepResult TrainingPlan::step(const std::vector<data::Example>& micro_batches) {
     throw Error("TrainingPlan::step", concat("expected ", options_.micro_batches, " micro-batches (the plan's), got ",
                                              micro_batches.size()));
   model_.module->train();
+  const trace::Span span("step", "step");
   StepResult result;
   // With cuda_graph the first step runs eagerly (it warms up plan caches and lazily loaded
   // kernels and makes the optimizer's state); the next one captures the graph, which then
@@ -197,6 +200,7 @@ StepResult TrainingPlan::step(const std::vector<data::Example>& micro_batches) {
     loss_sum = run_passes(micro_batches, result);
   }
   const auto update_start = Clock::now();
+  std::optional<trace::Span> update(std::in_place, "update", "step");
   if (!graphed) {
     if (scaler_.is_enabled()) scaler_.unscale_(*optimizer_);  // records whether a grad overflowed
     if (tp_ && zero()) tp_->reduce_sequence_parallel_grads(*reducer());  // on the optimizer's pieces
@@ -214,6 +218,7 @@ StepResult TrainingPlan::step(const std::vector<data::Example>& micro_batches) {
   if (pipeline_) pipeline_->share_tied_parameters();      // the first stage's to the last
   synchronize(options_.device);  // the update: the clock read next covers the device's work
   result.update_ms = ms_since(update_start);
+  update.reset();
   // Under a pipeline only the last stage has the losses: the mean over the world counts them
   // once per pipeline rank.
   std::vector<double> mean = {loss_sum / static_cast<double>(micro_batches.size())};

@@ -99,6 +99,13 @@ WorkState::WorkState(OpInfo info, Clock::duration timeout, std::shared_ptr<Group
   if (record)
     record_id_ = FlightRecorder::instance().start(info_.op, info_.group, info_.peers, info_.tensor, info_.seq,
                                                   info_.bytes);
+  if (trace::recording()) {  // an async slice from launch to completion
+    trace_id_ = trace::next_async_id();
+    trace::add({.name = info_.op, .category = "comm", .phase = 'b', .ts_us = trace::now_us(), .id = trace_id_,
+                .args = concat("\"group\": \"", trace::json_escape(info_.group), "\", \"peers\": \"",
+                               trace::json_escape(info_.peers), "\", \"tensor\": \"", trace::json_escape(info_.tensor),
+                               "\", \"bytes\": ", info_.bytes)});
+  }
 }
 
 void WorkState::add_engine(Progress* engine) {
@@ -148,6 +155,9 @@ void WorkState::time_out(Clock::duration limit) {
 
 void WorkState::finish(std::exception_ptr error) {
   done_ = true;
+  if (trace_id_ != 0)
+    trace::add({.name = info_.op, .category = "comm", .phase = 'e', .ts_us = trace::now_us(), .id = trace_id_,
+                .args = error ? "\"failed\": true" : ""});
   error_ = error;
   if (!error) alive_.clear();  // a failed operation may still write into its buffers
   steps_.clear();
@@ -174,6 +184,8 @@ void WorkState::add_waiter(asio::any_completion_handler<void(std::exception_ptr)
 
 void Work::wait(std::optional<Clock::duration> timeout) const {
   if (!state_) return;
+  std::optional<trace::Span> span;  // --profile: a blocking wait
+  if (trace::recording() && !state_->done()) span.emplace("wait " + state_->info().op, "wait");
   const auto start = Clock::now();
   PollBackoff backoff(state_->info().bytes);
   while (!state_->done()) {

@@ -124,6 +124,7 @@ class WorkState {
   Clock::time_point start_, deadline_;
   std::shared_ptr<GroupHealth> health_;
   std::uint64_t record_id_ = 0;
+  std::uint64_t trace_id_ = 0;  // its async slice while tracing (0: none)
   bool done_ = false;
   std::exception_ptr error_;
   std::vector<Progress*> engines_;

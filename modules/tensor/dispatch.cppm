@@ -14,6 +14,7 @@ import :device;
 import :generator;
 import :scalar;
 import :tensor;
+import :trace;
 
 export namespace infini {
 
@@ -53,6 +54,8 @@ class KernelTable {
 
   template <class... Args>
   static decltype(auto) call(Device device, Args&&... args) {
+    if (!trace::recording()) return get(device)(std::forward<Args>(args)...);
+    const trace::Span span(Op::name, "op");
     return get(device)(std::forward<Args>(args)...);
   }
 

@@ -93,6 +93,12 @@ void add_train_flags(CLI::App& app, TrainFlags& f) {
   app.add_option("--activation_checkpointing", f.activation_checkpointing,
                  "none, or full: each block keeps only its input for backward and runs again there (less activation "
                  "memory, one more forward pass of the blocks)")->check(CLI::IsMember({"none", "full"}));
+  app.add_option("--profile", f.profile,
+                 "directory for Chrome traces of --profile_steps: rank_<r>.json per rank and trace.json merged (ops, "
+                 "modules, backward nodes, collectives with bytes, pipeline passes, waits; open in ui.perfetto.dev or "
+                 "chrome://tracing)");
+  app.add_option("--profile_steps", f.profile_steps, "steps --profile records (default 1: the first is warm-up)")
+      ->delimiter(',')->check(CLI::NonNegativeNumber);
 }
 
 void prepare_run(const TrainFlags& f) {
@@ -324,6 +330,24 @@ std::string json_integers(const std::vector<double>& values) {
   return text + "]";
 }
 
+// --profile: this rank's recorded events to DIR/rank_<r>.json; once every rank has written,
+// rank 0 merges them into DIR/trace.json.
+void write_profile(const std::string& dir, const Ranks& ranks) {
+  const std::filesystem::path root(dir);
+  std::filesystem::create_directories(root);
+  const parallel::LayoutCoord c = ranks.groups.coord;
+  trace::write_chrome_file(root / concat("rank_", ranks.rank, ".json"), trace::take_events(), ranks.rank,
+                           concat("rank ", ranks.rank, " (dp ", c.dp, ", tp ", c.tp, ", pp ", c.pp, ")"));
+  std::vector<std::filesystem::path> files = {root / "rank_0.json"};
+  if (ranks.world) {
+    every_rank(ranks, 0);  // a barrier: every file is written
+    for (int r = 1; r < ranks.world->size(); ++r) files.push_back(root / concat("rank_", r, ".json"));
+  }
+  if (!ranks.main()) return;
+  trace::merge_chrome_files(files, root / "trace.json");
+  std::printf("profile: %s (open it in ui.perfetto.dev or chrome://tracing)\n", (root / "trace.json").c_str());
+}
+
 int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ranks) {
   const parallel::Layout& layout = ranks.layout;
   const std::string layout_name = layout.str() + (f.sequence_parallel ? " SP" : "");
@@ -339,6 +363,10 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
     throw Error("train", "--activation_checkpointing full with --pp_schedule zb-h1: a recomputed block's weight "
                          "gradients would come in the input pass, not zb-h1's deferred weight pass; use 1f1b, gpipe or "
                          "interleaved");
+  for (const std::int64_t step : f.profile_steps)
+    if (!f.profile.empty() && step >= f.num_iteration)
+      throw Error("train", concat("--profile_steps ", step, " is past the run's last step (--num_iteration ",
+                                  f.num_iteration, " counts from 0)"));
   if (!f.pipeline_blocks.empty() && layout.pp() == 1)
     throw Error("train", "--pipeline_blocks splits the blocks between pipeline stages: it needs --pipeline_parallel > 1");
   const std::int64_t tokens_per_step = f.total_batch_size > 0 ? f.total_batch_size : B * T * dp;
@@ -456,7 +484,11 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
     std::vector<data::Example> batches;  // this data-parallel rank's micro-batches
     for (std::int64_t k = 0; k < micro_steps; ++k)
       batches.push_back(train_data.sequences(step * sequences_per_step + (k * dp + ranks.groups.coord.dp) * B, B));
+    const bool profiled = !f.profile.empty() && std::find(f.profile_steps.begin(), f.profile_steps.end(), step) !=
+                                                    f.profile_steps.end();
+    trace::set_recording(profiled);
     const parallel::StepResult result = plan.step(batches);
+    trace::set_recording(false);
     const double lr = schedule->get_last_lr()[0];
     if (result.skipped && ranks.main())
       std::printf("step %lld: non-finite gradients, update skipped; loss scale now %g\n", static_cast<long long>(step),
@@ -508,6 +540,7 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
     }
     if (!f.save.empty() && ((f.save_interval > 0 && state.step % f.save_interval == 0) || last)) save();
   }
+  if (!f.profile.empty()) write_profile(f.profile, ranks);
   const double mean_ms = timed_steps > 0 ? total_ms / static_cast<double>(timed_steps) : 0;
   // Every rank's parameters and peak bytes (its part of the model under pipeline parallelism).
   const std::vector<double> rank_peaks =

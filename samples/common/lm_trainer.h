@@ -44,6 +44,8 @@ struct TrainFlags {
   std::string pp_schedule = "1f1b";   // gpipe, 1f1b, interleaved or zb-h1
   std::vector<int> pipeline_blocks;   // blocks of each virtual stage (empty: balanced)
   std::string activation_checkpointing = "none";  // full: every block recomputed in backward
+  std::string profile;                      // directory for Chrome traces of profile_steps
+  std::vector<std::int64_t> profile_steps = {1};
 };
 
 void add_train_flags(CLI::App& app, TrainFlags& flags);

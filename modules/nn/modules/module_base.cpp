@@ -46,6 +46,7 @@ Tensor Module::operator()(const Tensor& input) {
 
 Tensor Module::call(const TensorList& inputs, const std::function<Tensor()>& compute) {
   for (const auto& [id, hook] : pre_hooks_) hook(*this, inputs);
+  const trace::Span span(type_name_, "module");
   Tensor output = compute();
   for (const auto& [id, hook] : hooks_) hook(*this, inputs, output);
   return output;
