@@ -120,7 +120,7 @@ namespace {
 void record_wait(std::string_view what, std::int64_t start_us) {
   if (!trace::recording()) return;
   trace::add({.name = std::string(what), .category = "wait", .ts_us = start_us,
-              .duration_us = trace::now_us() - start_us, .track = trace::thread_track()});
+              .duration_us = trace::now_us() - start_us, .track = trace::thread_track(), .id = 0, .args = {}});
 }
 
 }  // namespace

@@ -76,7 +76,7 @@ Span::~Span() {
   if (start_us_ < 0) return;
   const std::int64_t end = now_us();
   add({.name = std::move(name_), .category = std::string(category_), .ts_us = start_us_,
-       .duration_us = end - start_us_, .track = thread_track()});
+       .duration_us = end - start_us_, .track = thread_track(), .id = 0, .args = {}});
 }
 
 std::string json_escape(std::string_view text) {

@@ -55,10 +55,11 @@ TEST(Trace, ChromeFilesMergeWithTheirPidsAndEscapedNames) {
   const std::filesystem::path dir = std::filesystem::temp_directory_path() / "infini_trace_test";
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
-  const std::vector<trace::Event> first = {{.name = "say \"hi\"\n", .category = "op", .ts_us = 10, .duration_us = 5}};
+  const std::vector<trace::Event> first = {
+      {.name = "say \"hi\"\n", .category = "op", .ts_us = 10, .duration_us = 5, .track = 0, .id = 0, .args = {}}};
   const std::vector<trace::Event> second = {
       {.name = "all_reduce", .category = "comm", .phase = 'b', .ts_us = 12, .id = 7, .args = "\"bytes\": 64"},
-      {.name = "all_reduce", .category = "comm", .phase = 'e', .ts_us = 20, .id = 7}};
+      {.name = "all_reduce", .category = "comm", .phase = 'e', .ts_us = 20, .id = 7, .args = {}}};
   trace::write_chrome_file(dir / "rank_0.json", first, 0, "rank 0");
   trace::write_chrome_file(dir / "rank_1.json", second, 1, "rank 1");
   trace::merge_chrome_files({dir / "rank_0.json", dir / "rank_1.json"}, dir / "trace.json");
