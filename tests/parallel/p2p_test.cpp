@@ -2,6 +2,7 @@
 // sides (no deadlock even for messages far beyond the eager limit), 64 MiB, any dtype.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdint>
 #include <vector>
 
@@ -80,6 +81,35 @@ TEST(PointToPoint, SixtyFourMebibytesStrided) {
     Tensor view = base.t();  // receive into a transposed view
     pg->recv(view, 0).wait();
     expect_values(view, [](std::int64_t k) { return static_cast<double>(k); }, "64 MiB into a transposed view");
+  }
+}
+
+// Over TCP, Open MPI moves a message only while its ranks are inside MPI: without the
+// transport thread, a receive waits for the sender's whole compute (parallel.transport_tcp
+// runs this test over TCP; on shared memory the receiver pulls the bytes itself).
+TEST(PointToPoint, MovesWhileTheSenderComputes) {
+  auto pg = world();
+  const int r = pg->rank(), n = pg->size();
+  if (n < 2) GTEST_SKIP() << "needs 2 ranks";
+  if (r > 1) return;
+  using Clock = std::chrono::steady_clock;
+  constexpr auto kCompute = std::chrono::milliseconds(1500);
+  Tensor t = full({2 << 20}, 3.0, TensorOptions{.dtype = kFloat32});  // 8 MiB: far past the eager limit
+  if (r == 0) {
+    Work send = pg->send(t, 1);
+    volatile double sink = 0;  // compute without calling into MPI
+    for (const auto end = Clock::now() + kCompute; Clock::now() < end;)
+      for (int i = 0; i < 1000; ++i) sink = sink + 1e-9 * i;
+    send.wait();
+  } else {
+    Tensor in = zeros({2 << 20});
+    const auto start = Clock::now();
+    pg->recv(in, 0).wait();
+    const auto waited = Clock::now() - start;
+    EXPECT_LT(waited, kCompute / 2) << "the receive waited "
+                                    << std::chrono::duration<double, std::milli>(waited).count()
+                                    << " ms of the sender's " << kCompute.count() << " ms of compute";
+    expect_values(in, [](std::int64_t) { return 3.0; }, "8 MiB received during the sender's compute");
   }
 }
 
