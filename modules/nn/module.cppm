@@ -32,6 +32,7 @@ export import :kv_cache;
 export import :tensor_parallel;
 export import :llmc_layout;
 export import :model_part;
+export import :causal_lm;
 export import :gpt2;
 export import :llama3;
 export import :state_entries;

@@ -164,6 +164,7 @@ StepResult TrainingPlan::step(const std::vector<data::Example>& micro_batches) {
                                              micro_batches.size()));
   model_.module->train();
   const trace::Span span("step", "step");
+  const nn::SelectiveRecompute recompute(options_.recompute_attention);
   StepResult result;
   // With cuda_graph the first step runs eagerly (it warms up plan caches and lazily loaded
   // kernels and makes the optimizer's state); the next one captures the graph, which then

@@ -61,6 +61,9 @@ struct PlanOptions {
   // Activation checkpointing of every block: only each block's input is kept, and the block
   // runs again in backward (not with the zb-h1 schedule).
   bool checkpoint_blocks = false;
+  // Selective activation checkpointing: the attention layers recompute their inner part from
+  // the q/k/v projection in backward (nn::SelectiveRecompute around the step's passes).
+  bool recompute_attention = false;
   Device device = Device::cpu();   // where the part trains (built on the CPU, then moved)
   std::optional<DataType> autocast = std::nullopt;  // CUDA: forward passes autocast to it
   bool loss_scaling = false;       // float16: dynamic loss scaling (GradScaler)

@@ -91,8 +91,10 @@ void add_train_flags(CLI::App& app, TrainFlags& f) {
                  "blocks of each virtual stage, e.g. 1,3 (default: balanced, the first stages one more)")
       ->delimiter(',');
   app.add_option("--activation_checkpointing", f.activation_checkpointing,
-                 "none, or full: each block keeps only its input for backward and runs again there (less activation "
-                 "memory, one more forward pass of the blocks)")->check(CLI::IsMember({"none", "full"}));
+                 "none; full: each block keeps only its input for backward and runs again there (less activation "
+                 "memory, one more forward pass of the blocks); selective: the attention layers keep only their q/k/v "
+                 "projection and recompute the rest of attention")
+      ->check(CLI::IsMember({"none", "full", "selective"}));
   app.add_option("--profile", f.profile,
                  "directory for Chrome traces of --profile_steps: rank_<r>.json per rank and trace.json merged (ops, "
                  "modules, backward nodes, collectives with bytes, pipeline passes, waits; open in ui.perfetto.dev or "
@@ -407,6 +409,7 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
                                .micro_batches = static_cast<int>(micro_steps),
                                .grad_clip = f.grad_clip,
                                .checkpoint_blocks = f.activation_checkpointing == "full",
+                               .recompute_attention = f.activation_checkpointing == "selective",
                                .device = device,
                                .autocast = autocast ? std::optional(f.dtype == "bfloat16" ? kBFloat16 : kFloat16)
                                                     : std::nullopt,

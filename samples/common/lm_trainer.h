@@ -36,14 +36,15 @@ struct TrainFlags {
   std::string save, load, metrics_out;
   std::int64_t save_interval = 0;
   int threads = 0;
-  int zero_stage = 0;  // 1: ZeRO-1 under mpirun (optimizer state sharded over the data-parallel ranks)
+  int zero_stage = 0;  // under mpirun: 1 shards optimizer state over the data-parallel ranks, 2 gradients too
   int tensor_parallel = 1;    // ranks each layer is split over (mpirun); dp = world / (tensor x pipeline)
   bool sequence_parallel = false;  // activations between the tensor-parallel regions split along the sequence
   int pipeline_parallel = 1;  // pipeline stages (mpirun), the blocks split between them
   int virtual_pipeline_parallel = 1;  // chunks of blocks per pipeline rank (interleaved schedule)
   std::string pp_schedule = "1f1b";   // gpipe, 1f1b, interleaved or zb-h1
   std::vector<int> pipeline_blocks;   // blocks of each virtual stage (empty: balanced)
-  std::string activation_checkpointing = "none";  // full: every block recomputed in backward
+  // full: every block recomputed in backward; selective: attention from its q/k/v projection
+  std::string activation_checkpointing = "none";
   std::string profile;                      // directory for Chrome traces of profile_steps
   std::vector<std::int64_t> profile_steps = {1};
 };

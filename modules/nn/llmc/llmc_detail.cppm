@@ -3,14 +3,18 @@
 // header every llm.c file starts with, and the checkpoints' tensor payload.
 module;
 #include <array>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <limits>
 #include <memory>
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
+#include <variant>
 #include <vector>
 export module infini.nn:llmc_detail;
 import infini.tensor;
@@ -54,6 +58,73 @@ Header read_header(std::span<const std::byte> file, const FileError& source);
 void check_magic(const Header& header, std::int32_t magic, const FileError& source);
 
 void write_header(io::FileSink& out, const Header& header);
+
+// One field of a model config held in a header slot: an integer (int32 in the file, at least
+// `minimum`), a float32's bits, or a flag stored as 0 or 1. A format lists its fields once;
+// reading, writing and the range checks follow the list.
+template <class Config>
+struct HeaderField {
+  std::size_t slot;
+  std::string_view name;
+  std::variant<std::int64_t Config::*, std::int32_t Config::*, float Config::*, bool Config::*> member;
+  std::int64_t minimum = 1;
+};
+
+// fail() naming the field unless every integer is in [minimum, 2^31 - 1].
+template <class Config, std::size_t N>
+void check_fields(const Config& config, const std::array<HeaderField<Config>, N>& fields, const FileError& source) {
+  for (const HeaderField<Config>& f : fields) {
+    std::int64_t value = 0;
+    if (const auto* m = std::get_if<std::int64_t Config::*>(&f.member)) value = config.*(*m);
+    else if (const auto* m32 = std::get_if<std::int32_t Config::*>(&f.member)) value = config.*(*m32);
+    else continue;
+    if (value < f.minimum)
+      source.fail(f.name, " is ", value, f.minimum == 1 ? std::string(", expected a positive number")
+                                                         : concat(", expected at least ", f.minimum));
+    if (value > std::numeric_limits<std::int32_t>::max())
+      source.fail(f.name, " is ", value, ", more than the header's int32 holds");
+  }
+}
+
+// The fields' values in `header`, over `config`'s defaults; fail() for a flag other than 0 or
+// 1 and an integer below its minimum.
+template <class Config, std::size_t N>
+Config read_fields(const Header& header, const std::array<HeaderField<Config>, N>& fields, const FileError& source) {
+  Config config{};
+  for (const HeaderField<Config>& f : fields) {
+    const std::int32_t word = header[f.slot];
+    std::visit(
+        [&](auto member) {
+          using Value = std::remove_cvref_t<decltype(config.*member)>;
+          if constexpr (std::is_same_v<Value, float>) {
+            config.*member = std::bit_cast<float>(word);
+          } else if constexpr (std::is_same_v<Value, bool>) {
+            if (word != 0 && word != 1) source.fail(f.name, " is ", word, ", expected 0 or 1");
+            config.*member = word == 1;
+          } else {
+            config.*member = word;
+          }
+        },
+        f.member);
+  }
+  check_fields(config, fields, source);
+  return config;
+}
+
+// Writes the fields of `config` into their slots after check_fields.
+template <class Config, std::size_t N>
+void write_fields(const Config& config, const std::array<HeaderField<Config>, N>& fields, Header& header,
+                  const FileError& source) {
+  check_fields(config, fields, source);
+  for (const HeaderField<Config>& f : fields)
+    std::visit(
+        [&](auto member) {
+          using Value = std::remove_cvref_t<decltype(config.*member)>;
+          if constexpr (std::is_same_v<Value, float>) header[f.slot] = std::bit_cast<std::int32_t>(config.*member);
+          else header[f.slot] = static_cast<std::int32_t>(config.*member);
+        },
+        f.member);
+}
 
 // A checkpoint's tensors in file order: names and shapes.
 using TensorLayout = std::vector<std::pair<std::string, Shape>>;

@@ -5,7 +5,7 @@
 //   [8] ffn_dim_multiplier (f32)  [9] multiple_of  [10] norm_eps (f32)  [11] rope_theta (f32)
 //   [12] use_scaled_rope  [13] max_gen_batch_size  [14] version_major  [15] version_minor
 module;
-#include <bit>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
@@ -25,19 +25,26 @@ constexpr std::int32_t kMagic = 20240803;
 constexpr float kMinMultiplier = 0.01f;
 constexpr float kMaxMultiplier = 100.0f;
 
-// fail() unless the config is one a file can hold and the reader accepts.
+using Field = detail::HeaderField<LLaMA3Config>;
+
+constexpr std::int64_t kAnyInt32 = std::numeric_limits<std::int32_t>::min();
+constexpr std::array<Field, 14> kFields = {{{2, "max_seq_len", &LLaMA3Config::max_seq_len},
+                                            {3, "vocab_size", &LLaMA3Config::vocab_size},
+                                            {4, "num_layers", &LLaMA3Config::num_layers},
+                                            {5, "num_heads", &LLaMA3Config::num_heads},
+                                            {6, "num_kv_heads", &LLaMA3Config::num_kv_heads},
+                                            {7, "channels", &LLaMA3Config::channels},
+                                            {8, "ffn_dim_multiplier", &LLaMA3Config::ffn_dim_multiplier},
+                                            {9, "multiple_of", &LLaMA3Config::multiple_of},
+                                            {10, "norm_eps", &LLaMA3Config::norm_eps},
+                                            {11, "rope_theta", &LLaMA3Config::rope_theta},
+                                            {12, "use_scaled_rope", &LLaMA3Config::use_scaled_rope},
+                                            {13, "max_gen_batch_size", &LLaMA3Config::max_gen_batch_size, 0},
+                                            {14, "version_major", &LLaMA3Config::version_major, kAnyInt32},
+                                            {15, "version_minor", &LLaMA3Config::version_minor, kAnyInt32}}};
+
+// fail() unless the config (its integers checked by the header's table) is one the reader accepts.
 void check_config(const LLaMA3Config& c, const FileError& source) {
-  const std::pair<const char*, std::int64_t> dims[] = {
-      {"max_seq_len", c.max_seq_len}, {"vocab_size", c.vocab_size},     {"num_layers", c.num_layers},
-      {"num_heads", c.num_heads},     {"num_kv_heads", c.num_kv_heads}, {"channels", c.channels},
-      {"multiple_of", c.multiple_of}};
-  for (const auto& [name, value] : dims) {
-    if (value <= 0) source.fail(name, " is ", value, ", expected a positive number");
-    if (value > std::numeric_limits<std::int32_t>::max())
-      source.fail(name, " is ", value, ", more than the header's int32 holds");
-  }
-  if (c.max_gen_batch_size < 0 || c.max_gen_batch_size > std::numeric_limits<std::int32_t>::max())
-    source.fail("max_gen_batch_size is ", c.max_gen_batch_size, ", expected 0 .. 2^31 - 1");
   if (c.channels % c.num_heads != 0) source.fail("num_heads ", c.num_heads, " does not divide channels ", c.channels);
   if (c.num_heads % c.num_kv_heads != 0)
     source.fail("num_kv_heads ", c.num_kv_heads, " does not divide num_heads ", c.num_heads);
@@ -76,21 +83,7 @@ LLaMA3Checkpoint read_llama3_checkpoint(const std::filesystem::path& path) {
   const Header header = detail::read_header(file.bytes(), source);
   detail::check_magic(header, kMagic, source);
   const DataType dtype = detail::checkpoint_dtype(header[1], source);
-  if (header[12] != 0 && header[12] != 1) source.fail("use_scaled_rope is ", header[12], ", expected 0 or 1");
-  const LLaMA3Config config{.max_seq_len = header[2],
-                            .vocab_size = header[3],
-                            .num_layers = header[4],
-                            .num_heads = header[5],
-                            .num_kv_heads = header[6],
-                            .channels = header[7],
-                            .ffn_dim_multiplier = std::bit_cast<float>(header[8]),
-                            .multiple_of = header[9],
-                            .norm_eps = std::bit_cast<float>(header[10]),
-                            .rope_theta = std::bit_cast<float>(header[11]),
-                            .use_scaled_rope = header[12] == 1,
-                            .max_gen_batch_size = header[13],
-                            .version_major = header[14],
-                            .version_minor = header[15]};
+  const LLaMA3Config config = detail::read_fields(header, kFields, source);
   check_config(config, source);
   return {.config = config,
           .tensors = detail::read_tensors(file.bytes().subspan(detail::kHeaderBytes), llama3_layout(config), dtype,
@@ -102,21 +95,8 @@ void write_llama3_checkpoint(const std::filesystem::path& path, const LLaMA3Chec
   const LLaMA3Config& c = checkpoint.config;
   Header header{};
   header[0] = kMagic;
+  detail::write_fields(c, kFields, header, source);
   check_config(c, source);
-  header[2] = static_cast<std::int32_t>(c.max_seq_len);
-  header[3] = static_cast<std::int32_t>(c.vocab_size);
-  header[4] = static_cast<std::int32_t>(c.num_layers);
-  header[5] = static_cast<std::int32_t>(c.num_heads);
-  header[6] = static_cast<std::int32_t>(c.num_kv_heads);
-  header[7] = static_cast<std::int32_t>(c.channels);
-  header[8] = std::bit_cast<std::int32_t>(c.ffn_dim_multiplier);
-  header[9] = static_cast<std::int32_t>(c.multiple_of);
-  header[10] = std::bit_cast<std::int32_t>(c.norm_eps);
-  header[11] = std::bit_cast<std::int32_t>(c.rope_theta);
-  header[12] = c.use_scaled_rope ? 1 : 0;
-  header[13] = static_cast<std::int32_t>(c.max_gen_batch_size);
-  header[14] = c.version_major;
-  header[15] = c.version_minor;
   detail::write_checkpoint(path, header, llama3_layout(c), checkpoint.tensors, dtype, source);
 }
 

@@ -79,15 +79,20 @@ Tensor CausalSelfAttentionImpl::forward(const Tensor& x) {
 Tensor CausalSelfAttentionImpl::forward_cached(const Tensor& x, Tensor& keys, Tensor& values) {
   if (x.dim() != 3 || x.size(2) != channels)
     throw ShapeError(type_name(), concat("expected x (B, T, ", channels, "), got ", x.shape()));
+  const Tensor qkv = (*c_attn)(x);  // (B, T, 3 Cl); x's T is the whole sequence under SP too
+  return (*c_proj)(attention_core([this](const Tensor& t, Tensor& k, Tensor& v) { return core(t, k, v); }, qkv,
+                                  keys, values));  // (B, T, Cl) -> (B, T, C)
+}
+
+Tensor CausalSelfAttentionImpl::core(const Tensor& qkv, Tensor& keys, Tensor& values) const {
   // This rank's nh = NH / tp heads of Cl = nh hs channels (all of them on one process).
   const std::int64_t head = channels / num_heads, nh = num_heads / tp->size(), Cl = nh * head;
-  const Tensor qkv = (*c_attn)(x);  // (B, T, 3 Cl); x's T is the whole sequence under SP too
   const std::int64_t B = qkv.size(0), T = qkv.size(1);
   // q, k, v (B, T, Cl) -> (B, nh, T, hs); split's backward writes qkv's gradient in one cat
   const TensorList parts = split(qkv, Cl, 2);
   auto heads = [&](std::size_t i) { return parts[i].view({B, T, nh, head}).transpose(1, 2); };
   const Tensor y = cached_causal_attention(heads(0), heads(1), heads(2), keys, values);  // (B, nh, T, hs)
-  return (*c_proj)(y.transpose(1, 2).reshape({B, T, Cl}));  // (B, nh, T, hs) -> (B, T, Cl) -> (B, T, C)
+  return y.transpose(1, 2).reshape({B, T, Cl});  // (B, nh, T, hs) -> (B, T, Cl)
 }
 
 GPT2MLPImpl::GPT2MLPImpl(std::int64_t channels, std::shared_ptr<TensorParallelLayers> tp)
@@ -137,13 +142,18 @@ Tensor GPT2BlockImpl::forward_cached(const Tensor& x, Tensor& keys, Tensor& valu
   return add(x1_res, (*mlp)(h2));
 }
 
-GPT2Impl::GPT2Impl(GPT2Config config, std::shared_ptr<TensorParallelLayers> tp, std::optional<ModelPart> part)
-    : Cloneable("GPT2"),
-      config(config),
-      part(part ? std::move(*part) : ModelPart::whole(config.num_layers)),
-      tp(or_single_process(std::move(tp))) {
+namespace {
+
+CausalLMSizes causal_lm_sizes(const GPT2Config& config) {
   config.validate();
-  this->part.validate("GPT2", config.num_layers);
+  return {.max_seq_len = config.max_seq_len, .vocab_size = config.vocab_size,
+          .logit_columns = config.padded_vocab_size, .num_layers = config.num_layers};
+}
+
+}  // namespace
+
+GPT2Impl::GPT2Impl(GPT2Config config, std::shared_ptr<TensorParallelLayers> tp, std::optional<ModelPart> part)
+    : Cloneable("GPT2"), CausalLM("GPT2", causal_lm_sizes(config), std::move(part), std::move(tp)), config(config) {
   const int ranks = this->tp->size();
   if (config.num_heads % ranks != 0 || config.padded_vocab_size % ranks != 0)
     throw Error("GPT2", concat("num_heads ", config.num_heads, " and padded_vocab_size ", config.padded_vocab_size,
@@ -214,41 +224,11 @@ void GPT2Impl::reset_parameters(Generator* generator) {
   if (ln_f) init_norm(*ln_f);
 }
 
-Tensor GPT2Impl::forward(const Tensor& idx) { return forward_from(idx, 0, nullptr); }
-
-Tensor GPT2Impl::forward_cached(const Tensor& idx, KVCache& cache) {
-  part.require(type_name(), "forward_cached", config.num_layers);
-  cache.use_for(type_name(), h.size());
-  return forward_from(idx, cache.length(), &cache);
+Tensor GPT2Impl::run_block(std::size_t l, const Tensor& x, KVCache* cache) {
+  return cache ? h[l]->forward_cached(x, cache->keys[l], cache->values[l]) : (*h[l])(x);
 }
 
-Tensor GPT2Impl::forward_from(const Tensor& idx, std::int64_t past, KVCache* cache) {
-  part.require(type_name(), "forward", config.num_layers);
-  if (idx.dim() != 2 || idx.dtype() != kInt64)
-    throw ShapeError(type_name(), concat("expected idx (B, T) int64, got ", idx.dtype(), " ", idx.shape()));
-  const std::int64_t T = idx.size(1);
-  if (past + T > config.max_seq_len)
-    throw ShapeError(type_name(), concat("sequence length ", past + T,
-                                         past > 0 ? concat(" (", past, " cached + ", T, " new)") : std::string(),
-                                         " exceeds max_seq_len ", config.max_seq_len));
-  // Generation runs every position on every rank: no sequence parallelism while cached.
-  const SequenceParallelPause pause(*tp, cache != nullptr);
-  Tensor x = embed_from(idx, past);
-  for (std::size_t l = 0; l < h.size(); ++l)
-    x = cache ? h[l]->forward_cached(x, cache->keys[l], cache->values[l]) : (*h[l])(x);
-  const Tensor logits = head(x);
-  return cache ? tp->gather_vocab(logits) : logits;
-}
-
-Tensor GPT2Impl::embed(const Tensor& idx) {
-  part.require(type_name(), "embed", config.num_layers);
-  if (idx.dim() != 2 || idx.dtype() != kInt64 || idx.size(1) > config.max_seq_len)
-    throw ShapeError("GPT2.embed", concat("expected idx (B, T) int64 with T <= ", config.max_seq_len, ", got ",
-                                          idx.dtype(), " ", idx.shape()));
-  return embed_from(idx, 0);
-}
-
-Tensor GPT2Impl::embed_from(const Tensor& idx, std::int64_t past) {
+Tensor GPT2Impl::embed_at(const Tensor& idx, std::int64_t past) {
   const Tensor positions = arange(past, past + idx.size(1), 1, TensorOptions{.dtype = kInt64, .device = idx.device()});
   return tp->scatter_sequence(add((*wte)(idx), (*wpe)(positions)));  // (B, T, C) + (T, C) -> (B, t, C)
 }
@@ -257,15 +237,6 @@ Tensor GPT2Impl::head(const Tensor& x) {
   part.require(type_name(), "head", config.num_layers);
   const std::optional<DataType> dtype = product_input_dtype(x, *tp);
   return tp->vocab_logits(dtype ? ln_f->forward(x, *dtype) : ln_f->forward(x), wte->weight);  // (B, T, Vp / tp)
-}
-
-Tensor GPT2Impl::loss(const Tensor& logits, const Tensor& targets) const {
-  const std::int64_t Vl = config.padded_vocab_size / tp->size();
-  if (logits.dim() != 3 || logits.size(2) != Vl || targets.dim() != 2 || targets.size(0) != logits.size(0) ||
-      targets.size(1) != logits.size(1))
-    throw ShapeError("GPT2.loss", concat("expected logits (B, T, ", Vl, ") and targets (B, T), got ", logits.shape(),
-                                         " and ", targets.shape()));
-  return tp->vocab_cross_entropy(logits.reshape({-1, Vl}), targets.reshape({-1}), config.vocab_size);
 }
 
 namespace {
@@ -286,27 +257,17 @@ constexpr std::pair<std::string_view, Tensor (*)(const GPT2BlockImpl&)> kLayerTe
     {"fcprojb", [](const GPT2BlockImpl& b) { return b.mlp->c_proj->bias; }},
 };
 
-// The parameters in llm.c's order: wte, wpe, the per-layer tensors, lnfw, lnfb.
-LlmcLayout llmc_layout(const GPT2Impl& model) {
-  LlmcLayout layout;
-  layout.whole("wte", model.wte->weight);
-  layout.whole("wpe", model.wpe->weight);
-  for (const auto& [name, pick] : kLayerTensors) layout.layers(std::string(name), model.h, pick);
-  layout.whole("lnfw", model.ln_f->weight);
-  layout.whole("lnfb", model.ln_f->bias);
-  return layout;
-}
-
 }  // namespace
 
-std::vector<std::pair<std::string, Tensor>> GPT2Impl::llmc_tensors(bool gradients) const {
-  part.require(type_name(), "llmc_tensors", config.num_layers);
-  return gather_llmc_tensors("GPT2.llmc_tensors", llmc_layout(*this), *tp, gradients);
-}
-
-void GPT2Impl::load_llmc_tensors(const std::vector<std::pair<std::string, Tensor>>& tensors) {
-  part.require(type_name(), "load_llmc_tensors", config.num_layers);
-  scatter_llmc_tensors("GPT2.load_llmc_tensors", llmc_layout(*this), *tp, tensors);
+// The parameters in llm.c's order: wte, wpe, the per-layer tensors, lnfw, lnfb.
+LlmcLayout GPT2Impl::llmc_layout() const {
+  LlmcLayout layout;
+  layout.whole("wte", wte->weight);
+  layout.whole("wpe", wpe->weight);
+  for (const auto& [name, pick] : kLayerTensors) layout.layers(std::string(name), h, pick);
+  layout.whole("lnfw", ln_f->weight);
+  layout.whole("lnfb", ln_f->bias);
+  return layout;
 }
 
 std::string GPT2Impl::extra_repr() const {
@@ -314,7 +275,7 @@ std::string GPT2Impl::extra_repr() const {
                 ", padded_vocab_size=", config.padded_vocab_size, ", num_layers=", config.num_layers,
                 ", num_heads=", config.num_heads, ", channels=", config.channels,
                 tp->size() > 1 ? concat(", tensor_parallel=", tp->size()) : std::string(),
-                part.is_whole(config.num_layers) ? std::string() : concat(", part=", part.str()));
+                part_repr());
 }
 
 }  // namespace infini::nn

@@ -31,6 +31,8 @@ import :normalization;
 import :kv_cache;
 import :tensor_parallel;
 import :model_part;
+import :causal_lm;
+import :llmc_layout;
 
 export namespace infini::nn {
 
@@ -67,6 +69,10 @@ class CausalSelfAttentionImpl : public Cloneable<CausalSelfAttentionImpl> {
   std::shared_ptr<TensorParallelLayers> tp;
   std::shared_ptr<LinearImpl> c_attn;  // C -> 3C: q, k, v side by side (column parallel by heads)
   std::shared_ptr<LinearImpl> c_proj;  // C -> C (row parallel)
+
+ private:
+  // qkv (B, T, 3 Cl) -> the heads' attention (B, T, Cl), Cl = C / tp (see attention_core).
+  Tensor core(const Tensor& qkv, Tensor& keys, Tensor& values) const;
 };
 using CausalSelfAttention = ModuleHolder<CausalSelfAttentionImpl>;
 
@@ -102,7 +108,12 @@ class GPT2BlockImpl : public Cloneable<GPT2BlockImpl> {
 };
 using GPT2Block = ModuleHolder<GPT2BlockImpl>;
 
-class GPT2Impl : public Cloneable<GPT2Impl> {
+// The causal-LM skeleton (causal_lm.cppm) gives forward_cached, embed, loss and the llm.c
+// tensors: wte (Vp,C), wpe (maxT,C), ln1w (L,C), ln1b, qkvw (L,3C,C), qkvb (L,3C),
+// attprojw (L,C,C), attprojb (L,C), ln2w, ln2b, fcw (L,4C,C), fcb (L,4C), fcprojw (L,C,4C),
+// fcprojb (L,C), lnfw (C), lnfb (C). Its logits have Vp columns (Vp / tp per rank); the loss
+// counts the first V.
+class GPT2Impl : public Cloneable<GPT2Impl>, public CausalLM {
  public:
   // tp: the layers to build with (null: one process). part: the pieces built (a pipeline
   // stage's; default: all): wte with the embedding or the head (tied to it), wpe with the
@@ -120,39 +131,11 @@ class GPT2Impl : public Cloneable<GPT2Impl> {
 
   // idx (B, T) int64 token ids < V, T <= maxT -> logits (B, T, Vp / tp): this rank's columns.
   // The whole model only (a part runs embed, its blocks and head through a pipeline).
-  Tensor forward(const Tensor& idx) override;
-  // The logits (B, T, Vp) of the T positions idx (B, T) that follow the past = cache.length()
-  // positions the cache holds (positions past .. past + T - 1), which it then holds too: the
-  // last T positions of forward() on the whole sequence, computing only the new ones. An
-  // empty cache is sized to the L layers. ShapeError if past + T > maxT, Error if the cache
-  // holds another number of layers. Gradients flow as through forward(). Every column of the
-  // logits on every tensor-parallel rank, and no sequence parallelism (generation).
-  Tensor forward_cached(const Tensor& idx, KVCache& cache);
-  // forward's two ends, for a pipeline that runs the blocks h in between: idx (B, T) -> the
-  // blocks' input x (B, T, C), or (B, T / tp, C) under sequence parallelism; the last block's
-  // output -> logits (B, T, Vp / tp). wte is in both (tied).
-  Tensor embed(const Tensor& idx);
-  Tensor head(const Tensor& x);
-  // Mean cross-entropy of logits (B, T, Vp / tp) from forward against targets (B, T) over the
-  // first V columns only (the padded ones are excluded from the softmax).
-  Tensor loss(const Tensor& logits, const Tensor& targets) const;
-
-  // The parameters in llm.c's checkpoint order, names and shapes (per-layer tensors stacked
-  // along a new dim 0): wte (Vp,C), wpe (maxT,C), ln1w (L,C), ln1b, qkvw (L,3C,C), qkvb (L,3C),
-  // attprojw (L,C,C), attprojb (L,C), ln2w, ln2b, fcw (L,4C,C), fcb (L,4C), fcprojw (L,C,4C),
-  // fcprojb (L,C), lnfw (C), lnfb (C). New float32 CPU tensors. With `gradients`, the
-  // parameters' grads in the same layout instead (Error naming a parameter without one).
-  // Whole tensors under tensor parallelism too (a collective over its ranks). The whole model
-  // only.
-  std::vector<std::pair<std::string, Tensor>> llmc_tensors(bool gradients = false) const;
-  // Copies tensors of exactly that list (names, order and shapes: ShapeError / Error
-  // naming the tensor otherwise) into the parameters: this rank's shards of them. The whole
-  // model only.
-  void load_llmc_tensors(const std::vector<std::pair<std::string, Tensor>>& tensors);
+  Tensor forward(const Tensor& idx) override { return forward_from(idx, 0, nullptr); }
+  // The last block's output -> logits (B, T, Vp / tp) through ln_f and wte (tied).
+  Tensor head(const Tensor& x) override;
 
   const GPT2Config config;
-  const ModelPart part;
-  std::shared_ptr<TensorParallelLayers> tp;
   std::shared_ptr<EmbeddingImpl> wte;  // (Vp, C), also the LM head (vocab parallel: (Vp / tp, C))
   std::shared_ptr<EmbeddingImpl> wpe;  // (maxT, C)
   // The part's blocks, children "h.<index in the whole model>" (a ModuleList "h", or a
@@ -162,11 +145,10 @@ class GPT2Impl : public Cloneable<GPT2Impl> {
 
  protected:
   std::string extra_repr() const override;
-
- private:
-  // idx (B, T) at positions past .. past + T - 1; through the cache's layers when given.
-  Tensor forward_from(const Tensor& idx, std::int64_t past, KVCache* cache);
-  Tensor embed_from(const Tensor& idx, std::int64_t past);
+  Tensor embed_at(const Tensor& idx, std::int64_t past) override;
+  Tensor run_block(std::size_t l, const Tensor& x, KVCache* cache) override;
+  std::size_t num_blocks_held() const override { return h.size(); }
+  LlmcLayout llmc_layout() const override;
 };
 using GPT2 = ModuleHolder<GPT2Impl>;
 

@@ -182,9 +182,17 @@ Tensor LLaMA3AttentionImpl::forward(const Tensor& x) {
 Tensor LLaMA3AttentionImpl::forward_cached(const Tensor& x, Tensor& keys, Tensor& values) {
   if (x.dim() != 3 || x.size(2) != channels)
     throw ShapeError(type_name(), concat("expected x (B, T, ", channels, "), got ", x.shape()));
+  const Tensor qkv = (*c_attn)(x);  // (B, T, (nh + 2 nkv) hd); x's T is the whole sequence under SP too
+  const DataType table_dtype = x.dtype();  // RoPE's tables in the block input's dtype
+  const AttentionCore attend = [this, table_dtype](const Tensor& t, Tensor& k, Tensor& v) {
+    return core(t, k, v, table_dtype);
+  };
+  return (*c_proj)(attention_core(attend, qkv, keys, values));  // (B, T, nh hd) -> (B, T, C)
+}
+
+Tensor LLaMA3AttentionImpl::core(const Tensor& qkv, Tensor& keys, Tensor& values, DataType table_dtype) const {
   // This rank's nh = NH / tp query heads and nkv = KV / tp key/value heads (all on one process).
   const std::int64_t head = channels / num_heads, nh = num_heads / tp->size(), nkv = num_kv_heads / tp->size();
-  const Tensor qkv = (*c_attn)(x);  // (B, T, (nh + 2 nkv) hd); x's T is the whole sequence under SP too
   const std::int64_t B = qkv.size(0), T = qkv.size(1);
   // q (B, T, nh hd), k and v (B, T, nkv hd); split's backward writes qkv's gradient in one cat
   const TensorList parts = split(qkv, {nh * head, nkv * head, nkv * head}, 2);
@@ -193,12 +201,12 @@ Tensor LLaMA3AttentionImpl::forward_cached(const Tensor& x, Tensor& keys, Tensor
     return parts[i].view({B, T, count, head}).transpose(1, 2);
   };
   const std::int64_t past = keys.defined() ? keys.size(2) : 0;
-  const auto [cos, sin] = rope_table->get(past, T, x.dtype(), x.device());  // (T, hd/2) of positions past ..
+  const auto [cos, sin] = rope_table->get(past, T, table_dtype, qkv.device());  // (T, hd/2) of positions past ..
   const Tensor q = rope(heads(0, nh), cos, sin);
   const Tensor k = rope(heads(1, nkv), cos, sin);
   const Tensor v = heads(2, nkv);
   const Tensor y = cached_causal_attention(q, k, v, keys, values);  // (B, nh, T, hd)
-  return (*c_proj)(y.transpose(1, 2).reshape({B, T, nh * head}));
+  return y.transpose(1, 2).reshape({B, T, nh * head});
 }
 
 LLaMA3MLPImpl::LLaMA3MLPImpl(std::int64_t channels, std::int64_t hidden, std::shared_ptr<TensorParallelLayers> tp)
@@ -247,13 +255,18 @@ Tensor LLaMA3BlockImpl::forward_cached(const Tensor& x, Tensor& keys, Tensor& va
   return add(x1, (*mlp)((*ln_2)(x1)));
 }
 
-LLaMA3Impl::LLaMA3Impl(LLaMA3Config config, std::shared_ptr<TensorParallelLayers> tp, std::optional<ModelPart> part)
-    : Cloneable("LLaMA3"),
-      config(config),
-      part(part ? std::move(*part) : ModelPart::whole(config.num_layers)),
-      tp(or_single_process(std::move(tp))) {
+namespace {
+
+CausalLMSizes causal_lm_sizes(const LLaMA3Config& config) {
   config.validate();
-  this->part.validate("LLaMA3", config.num_layers);
+  return {.max_seq_len = config.max_seq_len, .vocab_size = config.vocab_size, .logit_columns = config.vocab_size,
+          .num_layers = config.num_layers};
+}
+
+}  // namespace
+
+LLaMA3Impl::LLaMA3Impl(LLaMA3Config config, std::shared_ptr<TensorParallelLayers> tp, std::optional<ModelPart> part)
+    : Cloneable("LLaMA3"), CausalLM("LLaMA3", causal_lm_sizes(config), std::move(part), std::move(tp)), config(config) {
   const int ranks = this->tp->size();
   if (config.num_heads % ranks != 0 || config.num_kv_heads % ranks != 0 || config.ffn_hidden_dim() % ranks != 0 ||
       config.vocab_size % ranks != 0)
@@ -317,52 +330,17 @@ void LLaMA3Impl::reset_parameters(Generator* generator) {
   if (lm_head) normal(lm_head->weight);
 }
 
-Tensor LLaMA3Impl::forward(const Tensor& idx) { return forward_from(idx, 0, nullptr); }
-
-Tensor LLaMA3Impl::forward_cached(const Tensor& idx, KVCache& cache) {
-  part.require(type_name(), "forward_cached", config.num_layers);
-  cache.use_for(type_name(), h.size());
-  return forward_from(idx, cache.length(), &cache);
+Tensor LLaMA3Impl::run_block(std::size_t l, const Tensor& x, KVCache* cache) {
+  return cache ? h[l]->forward_cached(x, cache->keys[l], cache->values[l]) : (*h[l])(x);
 }
 
-Tensor LLaMA3Impl::forward_from(const Tensor& idx, std::int64_t past, KVCache* cache) {
-  part.require(type_name(), "forward", config.num_layers);
-  if (idx.dim() != 2 || idx.dtype() != kInt64)
-    throw ShapeError(type_name(), concat("expected idx (B, T) int64, got ", idx.dtype(), " ", idx.shape()));
-  const std::int64_t T = idx.size(1);
-  if (past + T > config.max_seq_len)
-    throw ShapeError(type_name(), concat("sequence length ", past + T,
-                                         past > 0 ? concat(" (", past, " cached + ", T, " new)") : std::string(),
-                                         " exceeds max_seq_len ", config.max_seq_len));
-  // Generation runs every position on every rank: no sequence parallelism while cached.
-  const SequenceParallelPause pause(*tp, cache != nullptr);
-  Tensor x = tp->scatter_sequence((*wte)(idx));  // (B, T, C) -> (B, t, C)
-  for (std::size_t l = 0; l < h.size(); ++l)
-    x = cache ? h[l]->forward_cached(x, cache->keys[l], cache->values[l]) : (*h[l])(x);
-  const Tensor logits = head(x);
-  return cache ? tp->gather_vocab(logits) : logits;
-}
-
-Tensor LLaMA3Impl::embed(const Tensor& idx) {
-  part.require(type_name(), "embed", config.num_layers);
-  if (idx.dim() != 2 || idx.dtype() != kInt64 || idx.size(1) > config.max_seq_len)
-    throw ShapeError("LLaMA3.embed", concat("expected idx (B, T) int64 with T <= ", config.max_seq_len, ", got ",
-                                            idx.dtype(), " ", idx.shape()));
+Tensor LLaMA3Impl::embed_at(const Tensor& idx, std::int64_t) {
   return tp->scatter_sequence((*wte)(idx));  // (B, T, C) -> (B, t, C)
 }
 
 Tensor LLaMA3Impl::head(const Tensor& x) {
   part.require(type_name(), "head", config.num_layers);
   return (*lm_head)((*ln_f)(x));  // (B, T, V / tp)
-}
-
-Tensor LLaMA3Impl::loss(const Tensor& logits, const Tensor& targets) const {
-  const std::int64_t Vl = config.vocab_size / tp->size();
-  if (logits.dim() != 3 || logits.size(2) != Vl || targets.dim() != 2 || targets.size(0) != logits.size(0) ||
-      targets.size(1) != logits.size(1))
-    throw ShapeError("LLaMA3.loss", concat("expected logits (B, T, ", Vl, ") and targets (B, T), got ", logits.shape(),
-                                           " and ", targets.shape()));
-  return tp->vocab_cross_entropy(logits.reshape({-1, Vl}), targets.reshape({-1}), config.vocab_size);
 }
 
 namespace {
@@ -378,26 +356,16 @@ constexpr std::pair<std::string_view, Tensor (*)(const LLaMA3BlockImpl&)> kLayer
     {"fcprojw", [](const LLaMA3BlockImpl& b) { return b.mlp->c_proj->weight; }},
 };
 
-// The parameters in the checkpoint's order: wte, the per-layer tensors, lnfw, wlmhead.
-LlmcLayout llmc_layout(const LLaMA3Impl& model) {
-  LlmcLayout layout;
-  layout.whole("wte", model.wte->weight);
-  for (const auto& [name, pick] : kLayerTensors) layout.layers(std::string(name), model.h, pick);
-  layout.whole("lnfw", model.ln_f->weight);
-  layout.whole("wlmhead", model.lm_head->weight);
-  return layout;
-}
-
 }  // namespace
 
-std::vector<std::pair<std::string, Tensor>> LLaMA3Impl::llmc_tensors(bool gradients) const {
-  part.require(type_name(), "llmc_tensors", config.num_layers);
-  return gather_llmc_tensors("LLaMA3.llmc_tensors", llmc_layout(*this), *tp, gradients);
-}
-
-void LLaMA3Impl::load_llmc_tensors(const std::vector<std::pair<std::string, Tensor>>& tensors) {
-  part.require(type_name(), "load_llmc_tensors", config.num_layers);
-  scatter_llmc_tensors("LLaMA3.load_llmc_tensors", llmc_layout(*this), *tp, tensors);
+// The parameters in the checkpoint's order: wte, the per-layer tensors, lnfw, wlmhead.
+LlmcLayout LLaMA3Impl::llmc_layout() const {
+  LlmcLayout layout;
+  layout.whole("wte", wte->weight);
+  for (const auto& [name, pick] : kLayerTensors) layout.layers(std::string(name), h, pick);
+  layout.whole("lnfw", ln_f->weight);
+  layout.whole("wlmhead", lm_head->weight);
+  return layout;
 }
 
 std::string LLaMA3Impl::extra_repr() const {
@@ -406,7 +374,7 @@ std::string LLaMA3Impl::extra_repr() const {
                 ", num_kv_heads=", config.num_kv_heads, ", channels=", config.channels,
                 ", ffn_hidden_dim=", config.ffn_hidden_dim(), ", norm_eps=", config.norm_eps,
                 ", rope_theta=", config.rope_theta, ", use_scaled_rope=", config.use_scaled_rope,
-                part.is_whole(config.num_layers) ? std::string() : concat(", part=", part.str()));
+                part_repr());
 }
 
 }  // namespace infini::nn

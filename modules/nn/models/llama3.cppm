@@ -34,6 +34,8 @@ import :kv_cache;
 import :llmc_checkpoint;
 import :tensor_parallel;
 import :model_part;
+import :causal_lm;
+import :llmc_layout;
 
 export namespace infini::nn {
 
@@ -120,6 +122,11 @@ class LLaMA3AttentionImpl : public Cloneable<LLaMA3AttentionImpl> {
   std::shared_ptr<TensorParallelLayers> tp;
   std::shared_ptr<LinearImpl> c_attn;  // C -> (NH + 2 KV) hd, no bias: rows Q heads, K heads, V heads
   std::shared_ptr<LinearImpl> c_proj;  // C -> C, no bias
+
+ private:
+  // qkv (B, T, (nh + 2 nkv) hd) -> the heads' attention (B, T, nh hd) (see attention_core),
+  // RoPE's cos / sin in table_dtype.
+  Tensor core(const Tensor& qkv, Tensor& keys, Tensor& values, DataType table_dtype) const;
 };
 using LLaMA3Attention = ModuleHolder<LLaMA3AttentionImpl>;
 
@@ -158,7 +165,11 @@ class LLaMA3BlockImpl : public Cloneable<LLaMA3BlockImpl> {
 };
 using LLaMA3Block = ModuleHolder<LLaMA3BlockImpl>;
 
-class LLaMA3Impl : public Cloneable<LLaMA3Impl> {
+// The causal-LM skeleton (causal_lm.cppm) gives forward_cached, embed, loss and the
+// checkpoint's tensors (llmc::llama3_layout): wte (V,C), ln1w (L,C), qkvw (L,(NH+2KV)hd,C),
+// attprojw (L,C,C), ln2w (L,C), fcw (L,H,C), fc2w (L,H,C), fcprojw (L,C,H), lnfw (C),
+// wlmhead (V,C). Its logits have V columns (V / tp per rank).
+class LLaMA3Impl : public Cloneable<LLaMA3Impl>, public CausalLM {
  public:
   // tp: the layers to build with (null: one process). part: the pieces built (a pipeline
   // stage's; default: all): wte with the embedding, ln_f and lm_head with the head. Error unless
@@ -174,36 +185,11 @@ class LLaMA3Impl : public Cloneable<LLaMA3Impl> {
 
   // idx (B, T) int64 token ids < V, T <= maxT -> logits (B, T, V / tp): this rank's columns.
   // The whole model only (a part runs embed, its blocks and head through a pipeline).
-  Tensor forward(const Tensor& idx) override;
-  // The logits (B, T, V) of the T positions idx (B, T) that follow the past = cache.length()
-  // positions the cache holds (positions past .. past + T - 1), which it then holds too: the
-  // last T positions of forward() on the whole sequence, computing only the new ones. An
-  // empty cache is sized to the L layers. ShapeError if past + T > maxT, Error if the cache
-  // holds another number of layers. Gradients flow as through forward(). Every column of the
-  // logits on every tensor-parallel rank, and no sequence parallelism (generation).
-  Tensor forward_cached(const Tensor& idx, KVCache& cache);
-  // forward's two ends, for a pipeline that runs the blocks h in between: idx (B, T) -> the
-  // blocks' input x (B, T, C), or (B, T / tp, C) under sequence parallelism; the last block's
-  // output -> logits (B, T, V / tp).
-  Tensor embed(const Tensor& idx);
-  Tensor head(const Tensor& x);
-  // Mean cross-entropy of logits (B, T, V / tp) from forward against targets (B, T).
-  Tensor loss(const Tensor& logits, const Tensor& targets) const;
-
-  // The parameters in the LLaMA-3 checkpoint's order, names and shapes (llmc::llama3_layout;
-  // per-layer tensors stacked along a new dim 0): wte (V,C), ln1w (L,C), qkvw (L,(NH+2KV)hd,C),
-  // attprojw (L,C,C), ln2w (L,C), fcw (L,H,C), fc2w (L,H,C), fcprojw (L,C,H), lnfw (C),
-  // wlmhead (V,C). New float32 CPU tensors. With `gradients`, the parameters' grads in the
-  // same layout instead (Error naming a parameter without one). Whole tensors under tensor
-  // parallelism too (a collective over its ranks).
-  std::vector<std::pair<std::string, Tensor>> llmc_tensors(bool gradients = false) const;
-  // Copies tensors of exactly that layout (names, order and shapes: Error / ShapeError naming
-  // the tensor otherwise) into the parameters: this rank's shards of them.
-  void load_llmc_tensors(const std::vector<std::pair<std::string, Tensor>>& tensors);
+  Tensor forward(const Tensor& idx) override { return forward_from(idx, 0, nullptr); }
+  // The last block's output -> logits (B, T, V / tp) through ln_f and lm_head.
+  Tensor head(const Tensor& x) override;
 
   const LLaMA3Config config;
-  const ModelPart part;
-  std::shared_ptr<TensorParallelLayers> tp;
   std::shared_ptr<const LLaMA3RopeTable> rope_table;  // shared by the blocks
   std::shared_ptr<EmbeddingImpl> wte;                 // (V, C); null without the embedding
   // The part's blocks, children "h.<index in the whole model>" (a ModuleList "h", or a
@@ -214,10 +200,10 @@ class LLaMA3Impl : public Cloneable<LLaMA3Impl> {
 
  protected:
   std::string extra_repr() const override;
-
- private:
-  // idx (B, T) at positions past .. past + T - 1; through the cache's layers when given.
-  Tensor forward_from(const Tensor& idx, std::int64_t past, KVCache* cache);
+  Tensor embed_at(const Tensor& idx, std::int64_t past) override;
+  Tensor run_block(std::size_t l, const Tensor& x, KVCache* cache) override;
+  std::size_t num_blocks_held() const override { return h.size(); }
+  LlmcLayout llmc_layout() const override;
 };
 using LLaMA3 = ModuleHolder<LLaMA3Impl>;
 
