@@ -194,14 +194,14 @@ Task ModelStage::backward_weight(int micro, int chunk) {
 void ModelStage::gradient_pass(int chunk, const std::function<void()>& pass) {
   const bool last = ++gradient_passes_.at(static_cast<std::size_t>(chunk)) == shape_.micro_batches;
   if (!around_gradients_) return pass();
-  around_gradients_(last, true);
+  around_gradients_(chunk, last, true);
   try {
     pass();
   } catch (...) {
-    around_gradients_(last, false);
+    around_gradients_(chunk, last, false);
     throw;
   }
-  around_gradients_(last, false);
+  around_gradients_(chunk, last, false);
 }
 
 Task ModelStage::finish() {

@@ -63,11 +63,11 @@ class ModelStage final : public PipelineStage {
   // computes only what the input gradient needs (autograd::backward_input) and
   // backward_weight the rest: the parameters' gradients (on virtual stage 0, which has no
   // input gradient to send, all of the backward). Posts every receive.
-  // around_gradients(last, true) runs before each pass that accumulates parameter gradients
-  // (a backward or backward_weight), around_gradients(last, false) after it; `last`: the pass
-  // is the chunk's m-th of the step, with its last gradients. A data-parallel reducer syncs
-  // then (ZeRO-2: in every pass).
-  using AroundGradients = std::function<void(bool last, bool before)>;
+  // around_gradients(chunk, last, true) runs before each pass that accumulates parameter
+  // gradients of `chunk` (a backward or backward_weight), around_gradients(chunk, last, false)
+  // after it; `last`: the pass is the chunk's m-th of the step, with its last gradients. A
+  // data-parallel reducer syncs then (ZeRO-2: in every pass, the chunk's buckets).
+  using AroundGradients = std::function<void(int chunk, bool last, bool before)>;
   ModelStage(std::shared_ptr<ProcessGroup> group, PipelineShape shape, const PipelineModel& model,
              std::vector<std::pair<int, int>> blocks_of_virtual_stage, std::vector<data::Example> micro_batches,
              double loss_scale, AroundGradients around_gradients = {});

@@ -63,10 +63,6 @@ PipelineRunner::PipelineRunner(StagedModel model, ParallelGroups groups, const L
   check_schedule_shape(schedule, shape_);
   if (options.zero_stage < 0 || options.zero_stage > 2)
     throw Error("PipelineRunner", concat("zero_stage ", options.zero_stage, ": expected 0, 1 or 2"));
-  if (options.zero_stage == 2 && shape_.virtual_stages > 1)
-    throw Error("PipelineRunner", concat("ZeRO-2 reduce-scatters each gradient pass over all of a rank's parameters; ",
-                                         "with ", shape_.virtual_stages, " virtual stages per rank a pass has one "
-                                         "chunk's only: use ZeRO-1 with the interleaved schedule"));
   if (options.checkpoint_blocks && schedule == "zb-h1")
     throw Error("PipelineRunner", "activation checkpointing with the zb-h1 schedule: a recomputed block's weight "
                                   "gradients would accumulate in the input pass, not the deferred weight pass; use "
@@ -89,25 +85,31 @@ PipelineRunner::PipelineRunner(StagedModel model, ParallelGroups groups, const L
     std::vector<std::string> names;  // of trained_parameters(), for the reducer's errors
     for (const auto& [name, p] : staged_.module->named_parameters())
       if (!holds_tied_copy(p)) names.push_back(name);
+    // ZeRO-2 with virtual stages: a gradient pass has one chunk's gradients, so each chunk's
+    // parameters get buckets of their own, reduce-scattered by that chunk's passes.
+    const bool by_chunk = zero_stage_ == 2 && shape_.virtual_stages > 1;
     reducer_ = std::make_unique<Reducer>(trained_parameters(), std::move(names), groups_.dp,
                                          ReducerOptions{.shard_gradients = zero_stage_ >= 1,
                                                         .release_gradients = zero_stage_ == 2,
-                                                        .finalize_explicitly = true});
+                                                        .finalize_explicitly = true,
+                                                        .bucket_groups = by_chunk ? chunk_of_parameters()
+                                                                                  : std::vector<int>{}});
     reducer_->set_sync(false);
   }
 }
 
 double PipelineRunner::step(const std::vector<data::Example>& micro_batches) {
   // The reducer syncs in each chunk's last gradient pass (its buckets launched in the
-  // cool-down), under ZeRO-2 in every pass, each reduce-scattered as it ends.
+  // cool-down), under ZeRO-2 in every pass, each reduce-scattered as it ends (with virtual
+  // stages, the pass's chunk's buckets only).
   ModelStage::AroundGradients around;
   if (reducer_ && zero_stage_ == 2)
-    around = [reducer = reducer_.get()](bool, bool before) {
-      reducer->set_sync(before);
+    around = [reducer = reducer_.get(), by_chunk = shape_.virtual_stages > 1](int chunk, bool, bool before) {
+      reducer->set_sync(before, by_chunk ? std::optional(chunk) : std::nullopt);
       if (!before) reducer->finalize();
     };
   else if (reducer_)
-    around = [reducer = reducer_.get()](bool last, bool before) {
+    around = [reducer = reducer_.get()](int, bool last, bool before) {
       if (last) reducer->set_sync(before);
     };
   ModelStage stage(groups_.pp, shape_, model_, blocks_, micro_batches,
@@ -118,6 +120,26 @@ double PipelineRunner::step(const std::vector<data::Example>& micro_batches) {
 
 bool PipelineRunner::holds_tied_copy(const Tensor& p) const {
   return groups_.coord.pp != 0 && contains(staged_.tied_parameters, p);
+}
+
+std::vector<int> PipelineRunner::chunk_of_parameters() const {
+  // A block's parameters belong to the chunk holding it; the embedding to chunk 0 (virtual
+  // stage 0, on pipeline rank 0) and the head to the last chunk (the last virtual stage).
+  std::vector<int> chunk_of_block(static_cast<std::size_t>(staged_.num_blocks), -1);
+  for (int c = 0; c < shape_.virtual_stages; ++c) {
+    const auto [first, end] = blocks_.at(static_cast<std::size_t>(shape_.virtual_stage(groups_.coord.pp, c)));
+    for (int b = first; b < end; ++b) chunk_of_block.at(static_cast<std::size_t>(b)) = c;
+  }
+  const int outside = groups_.coord.pp == 0 ? 0 : shape_.virtual_stages - 1;
+  std::vector<int> chunks;
+  for (const Tensor& p : trained_parameters()) {
+    int chunk = outside;
+    for (std::size_t i = 0; i < staged_.blocks.size(); ++i)
+      if (contains(staged_.blocks[i]->parameters(), p))
+        chunk = chunk_of_block.at(static_cast<std::size_t>(staged_.part.blocks[i]));
+    chunks.push_back(chunk);
+  }
+  return chunks;
 }
 
 std::vector<Tensor> PipelineRunner::trained_parameters() const {

@@ -57,7 +57,8 @@ struct PipelineOptions {
   // 1: ZeRO-1 over the data-parallel group (see ReducerOptions::shard_gradients): reducer()'s
   // shard_pieces() are what this rank's optimizer updates, and after the update
   // reducer()->all_gather_parameters() shares them. 2: ZeRO-2 (release_gradients), each
-  // gradient pass reduce-scattered as it ends (one chunk per rank: not interleaved).
+  // gradient pass reduce-scattered as it ends (interleaved: each chunk's parameters in
+  // buckets of their own, reduce-scattered by that chunk's passes).
   int zero_stage = 0;
   // Activation checkpointing of every block (not with zb-h1, whose split backward would
   // accumulate the recomputed blocks' weight gradients in the input pass: an Error).
@@ -109,6 +110,8 @@ class PipelineRunner {
   const PipelineShape& shape() const { return shape_; }
 
  private:
+  // The chunk (0 .. virtual_stages - 1) of each of trained_parameters().
+  std::vector<int> chunk_of_parameters() const;
   StagedModel staged_;
   ParallelGroups groups_;
   std::shared_ptr<TensorParallel> tp_;

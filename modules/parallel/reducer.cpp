@@ -36,9 +36,11 @@ struct Reducer::State : std::enable_shared_from_this<State> {
   std::shared_ptr<ProcessGroup> group;
   ReducerOptions options;
   bool sync = true;
+  std::optional<int> pass_group;  // set_sync's group: the only buckets of the coming passes
 
   std::vector<Bucket> buckets;
   std::vector<std::size_t> bucket_of, slot_of;  // parameter -> its bucket and place in it
+  std::vector<int> group_of_bucket;             // bucket_groups: each bucket's group
   // The synchronised backward in progress (its finalize() is queued).
   bool in_backward = false;
   std::vector<bool> ready;
@@ -66,10 +68,28 @@ struct Reducer::State : std::enable_shared_from_this<State> {
     return g.defined() && g.numel() > 0 && g.data_ptr() == view.data_ptr() && g.strides() == view.strides();
   }
 
+  int group_of(std::size_t i) const { return options.bucket_groups.empty() ? 0 : options.bucket_groups[i]; }
+
+  // Whether bucket k takes part in the synchronised pass (all do without a pass group).
+  bool in_pass(std::size_t k) const { return !pass_group || group_of_bucket[k] == *pass_group; }
+
+  // assign_buckets' buckets, each cut where the parameters' group changes.
+  std::vector<std::vector<std::size_t>> grouped_buckets(const std::vector<std::size_t>& order) const {
+    std::vector<std::vector<std::size_t>> out;
+    for (const auto& members : assign_buckets(params, order, options.buckets))
+      for (std::size_t s = 0; s < members.size(); ++s) {
+        if (s == 0 || group_of(members[s]) != group_of(members[s - 1])) out.emplace_back();
+        out.back().push_back(members[s]);
+      }
+    return out;
+  }
+
   void make_buckets(const std::vector<std::size_t>& order) {
     std::vector<Bucket> made;
     const std::int64_t ranks = group->size();
-    for (auto& members : assign_buckets(params, order, options.buckets)) {
+    group_of_bucket.clear();
+    for (auto& members : grouped_buckets(order)) {
+      group_of_bucket.push_back(group_of(members.front()));
       Bucket b;
       std::int64_t total = 0;
       for (std::size_t i : members) {
@@ -144,6 +164,9 @@ struct Reducer::State : std::enable_shared_from_this<State> {
 
   // Copies params[i]'s grad into its bucket (zeros without one) and launches what is ready.
   void mark_ready(std::size_t i) {
+    if (!in_pass(bucket_of[i]))
+      throw Error("Reducer", concat(param_name(i), " of bucket group ", group_of(i), " got a gradient in a pass "
+                                    "synchronising group ", *pass_group, " only"));
     Bucket& bucket = buckets[bucket_of[i]];
     if (!bucket.buffer.defined()) allocate_buffer(bucket);
     Tensor view = bucket_view(i);
@@ -154,11 +177,19 @@ struct Reducer::State : std::enable_shared_from_this<State> {
     ready[i] = true;
     pass_order.push_back(i);
     --bucket.pending;
-    while (next_launch < buckets.size() && buckets[next_launch].pending == 0) launch(next_launch++);
+    launch_ready();
     progress();
     if (options.release_gradients)  // free what the collectives are done with
       for (std::size_t k = 0; k < next_launch; ++k)
         if (!buckets[k].drained && buckets[k].work.state() && buckets[k].work.state()->done()) drain(buckets[k]);
+  }
+
+  // Launches, in index order, the buckets of the pass whose parameters are all ready.
+  void launch_ready() {
+    while (next_launch < buckets.size() && (!in_pass(next_launch) || buckets[next_launch].pending == 0)) {
+      if (in_pass(next_launch)) launch(next_launch);
+      ++next_launch;
+    }
   }
 
   // release_gradients: adds the bucket's reduced block into `block` (a new sum when the
@@ -222,9 +253,9 @@ struct Reducer::State : std::enable_shared_from_this<State> {
   void finalize() {
     NoGradGuard no_grad;
     launched_in_backward = launches.size();
-    std::vector<std::size_t> missing;  // parameters without a gradient on this rank
+    std::vector<std::size_t> missing;  // parameters of the pass without a gradient on this rank
     for (std::size_t i = params.size(); i-- > 0;)
-      if (!ready[i]) {
+      if (!ready[i] && in_pass(bucket_of[i])) {
         if (!params[i].grad().defined()) missing.push_back(i);
         mark_ready(i);
       }
@@ -236,7 +267,7 @@ struct Reducer::State : std::enable_shared_from_this<State> {
       group->all_reduce(used, {.op = ReduceOp::Max, .timeout = options.timeout}).wait();
     }
     std::vector<Work> works;
-    for (const Bucket& b : buckets) works.push_back(b.work);
+    for (const Bucket& b : buckets) works.push_back(b.work);  // empty for buckets outside the pass
     const std::vector<std::size_t> order = pass_order;
     try {
       when_all(works).wait();
@@ -245,10 +276,12 @@ struct Reducer::State : std::enable_shared_from_this<State> {
       throw;
     }
     if (options.release_gradients)
-      for (Bucket& b : buckets)
-        if (!b.drained) drain(b);
+      for (std::size_t k = 0; k < buckets.size(); ++k)
+        if (in_pass(k) && !buckets[k].drained) drain(buckets[k]);
     if (options.shard_gradients) {
-      for (std::size_t k = 0; k < pieces.size(); ++k) pieces[k].set_grad(piece_grads[k]);
+      for (std::size_t k = 0; k < buckets.size(); ++k)
+        if (in_pass(k))
+          for (std::size_t piece : buckets[k].pieces) pieces[piece].set_grad(piece_grads[piece]);
     } else {
       write_back(used);
     }
@@ -316,6 +349,11 @@ Reducer::Reducer(std::vector<Tensor> params, std::vector<std::string> names, std
   s.params = std::move(params);
   s.names = std::move(names);
   s.group = std::move(group);
+  if (!options.bucket_groups.empty() && options.bucket_groups.size() != s.params.size())
+    throw Error("Reducer", concat("bucket_groups has ", options.bucket_groups.size(), " entries for ", s.params.size(),
+                                  " parameters"));
+  if (!options.bucket_groups.empty() && options.rebuild_buckets && !options.shard_gradients)
+    options.rebuild_buckets = false;  // rebuilt buckets would follow the ready order across groups
   s.options = options;
   s.bucket_of.resize(s.params.size());
   s.slot_of.resize(s.params.size());
@@ -332,7 +370,15 @@ Reducer::~Reducer() = default;
 const std::vector<Tensor>& Reducer::parameters() const { return state_->params; }
 const std::shared_ptr<ProcessGroup>& Reducer::group() const { return state_->group; }
 
-void Reducer::set_sync(bool sync) { state_->sync = sync; }
+void Reducer::set_sync(bool sync, std::optional<int> group) {
+  State& s = *state_;
+  if (group && s.options.bucket_groups.empty())
+    throw Error("Reducer::set_sync", concat("group ", *group, " given, but the reducer has no bucket_groups"));
+  if (s.in_backward && group != s.pass_group)
+    throw Error("Reducer::set_sync", "the pass group changes only between synchronised steps (after finalize)");
+  s.sync = sync;
+  s.pass_group = group;
+}
 
 void Reducer::finalize() {
   if (!state_->options.finalize_explicitly)

@@ -51,7 +51,7 @@ using MakeOptimizer = std::function<std::unique_ptr<optim::Optimizer>(const std:
 struct PlanOptions {
   // 1 (ZeRO-1): optimizer state and averaged gradients sharded over dp; 2 (ZeRO-2): and the
   // full gradient never kept (each micro-batch's reduce-scattered as its backward runs; under
-  // a pipeline, not with virtual stages).
+  // a pipeline, each gradient pass's, with virtual stages its chunk's buckets).
   int zero_stage = 0;
   bool sequence_parallel = false;  // activations between tensor-parallel regions split along T
   std::string schedule = "1f1b";   // pipeline schedule (pp > 1): gpipe, 1f1b, interleaved, zb-h1

@@ -302,6 +302,53 @@ TEST(DistributedDataParallel, ZeRO2AddsEveryMicroBatchIntoThePiecesAndKeepsNoGra
   EXPECT_THROW(Reducer(model->parameters(), {}, pg, {.release_gradients = true}), Error);  // needs shard_gradients
 }
 
+// ZeRO-2 with bucket groups (an interleaved pipeline's chunks): buckets never mix groups, a
+// pass synchronising group g launches and finalizes g's buckets only, and the other groups'
+// sums carry on untouched into the step's later passes.
+TEST(DistributedDataParallel, BucketGroupsReduceOnlyTheirPasses) {
+  auto pg = world();
+  const int r = pg->rank(), n = pg->size();
+  // a in group 0; b and c in group 1. Pass losses: group 0 (r + 1) k sum(a^2), group 1
+  // (r + 1) k (sum(b^2) + sum(c)), for micro-batch coefficient k.
+  std::vector<Tensor> params = {pattern({7}, 1.0).requires_grad_(), pattern({5}, 2.0).requires_grad_(),
+                                pattern({6}, 3.0).requires_grad_()};
+  const std::vector<Tensor> initial = {params[0].detach().clone(), params[1].detach().clone(), params[2].detach().clone()};
+  Reducer reducer(params, {"a", "b", "c"}, pg,
+                  {.buckets = {.first_bucket_bytes = 16, .bucket_bytes = 32}, .shard_gradients = true,
+                   .release_gradients = true, .finalize_explicitly = true, .bucket_groups = {0, 1, 1}});
+  const std::vector<int> groups = {0, 1, 1};
+  for (const auto& bucket : reducer.buckets())
+    for (std::size_t i : bucket) EXPECT_EQ(groups[i], groups[bucket.front()]) << "a bucket mixes groups";
+  const auto pass = [&](int group, double k) {
+    reducer.set_sync(true, group);
+    const double scale = (r + 1) * k;
+    const Tensor loss = group == 0 ? mul(sum(mul(params[0], params[0])), scale)
+                                   : mul(add(sum(mul(params[1], params[1])), sum(params[2])), scale);
+    loss.backward();
+    reducer.set_sync(false, group);
+    reducer.finalize();
+    const auto buckets = reducer.buckets();
+    for (std::size_t b : reducer.launch_order())
+      for (std::size_t i : buckets[b]) EXPECT_EQ(groups[i], group) << "a bucket of another group launched";
+    EXPECT_FALSE(reducer.launch_order().empty());
+  };
+  for (Tensor piece : reducer.shard_pieces()) piece.set_grad(Tensor());
+  pass(1, 1.0);
+  pass(0, 2.0);
+  pass(1, 3.0);
+  // The mean over ranks of (r + 1) is (n + 1) / 2: a got 2 a k (k = 2); b 2 b (1 + 3); c 1 + 3.
+  const double mean = (n + 1) / 2.0;
+  const std::vector<Tensor> expected = {mul(initial[0], 4.0 * mean), mul(initial[1], 8.0 * mean),
+                                        full({6}, 4.0 * mean, TensorOptions{.dtype = kFloat64})};
+  expect_piece_gradients(reducer, reducer.parameters(), expected, "after three passes");
+  for (const Tensor& p : params) EXPECT_FALSE(p.grad().defined()) << "ZeRO-2 kept a parameter's gradient";
+  // A gradient of group 0 in a pass of group 1 only is an error, as is a group without groups.
+  Reducer plain(std::vector<Tensor>{pattern({3}, 4.0).requires_grad_()}, {}, pg, {.shard_gradients = true});
+  EXPECT_THROW(plain.set_sync(true, 0), Error);
+  reducer.set_sync(true, 1);
+  EXPECT_THROW(sum(mul(params[0], params[0])).backward(), Error);
+}
+
 TEST(DistributedDataParallel, BFloat16GradientsAccumulateInFloat32) {
   auto pg = world();
   const int n = pg->size();
