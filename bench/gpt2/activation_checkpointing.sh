@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
 # Activation checkpointing's trade: GPT-2 d12 on one process, fp32 AdamW, 4 sequences of 256
-# tokens per step, 3 steps, with --activation_checkpointing none, selective and full. Prints
+# tokens per step, 3 steps (or [steps]), with --activation_checkpointing none, selective and full. Prints
 # each run's activation_bytes (what the forward pass left allocated for backward: saved
 # activations and the logits), its peak bytes and its mean step time after the first, and the
 # ratios of selective and full to none.
-#   bench/gpt2/activation_checkpointing.sh [threads] [sequence_length]
+#   bench/gpt2/activation_checkpointing.sh [threads] [sequence_length] [steps]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source bench/gpt2/common.sh
 threads=${1:-0}
 
 for mode in none selective full; do
-  "$bin" --model d12 --input_bin tests/data/gpt2-tiny/train.bin --batch_size 4 --sequence_length "${2:-256}" --num_iteration 3 \
+  "$bin" --model d12 --input_bin tests/data/gpt2-tiny/train.bin --batch_size 4 --sequence_length "${2:-256}" --num_iteration "${3:-3}" \
     --learning_rate 1e-4 --threads "$threads" --activation_checkpointing "$mode" --metrics_out "$work/$mode.jsonl" >/dev/null
 done
 python3 - "$work/none.jsonl" "$work/selective.jsonl" "$work/full.jsonl" <<'PY'

@@ -77,8 +77,22 @@ TensorList checkpoint(const std::function<TensorList(const TensorList& inputs)>&
                roots.push_back(outputs[i]);
                grads.push_back(grad_outputs[i]);
              }
-           if (!roots.empty()) backward(roots, grads);
            TensorList input_grads;
+           if (in_backward_input()) {
+             // A split backward's input pass: the inputs' gradients now, the parameters' in the
+             // pass's backward_weight.
+             TensorList wanted;
+             for (const Tensor& t : inputs)
+               if (t.defined() && t.requires_grad()) wanted.push_back(t);
+             DeferredGrads deferred;
+             const TensorList got =
+                 roots.empty() ? TensorList(wanted.size()) : backward_input(roots, wanted, grads, deferred);
+             defer_to_backward_weight(std::move(deferred));
+             std::size_t next = 0;
+             for (const Tensor& t : inputs) input_grads.push_back(t.defined() && t.requires_grad() ? got[next++] : Tensor());
+             return input_grads;
+           }
+           if (!roots.empty()) backward(roots, grads);
            for (const Tensor& t : inputs) input_grads.push_back(t.defined() && t.requires_grad() ? t.grad() : Tensor());
            return input_grads;
          });

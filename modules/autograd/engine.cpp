@@ -112,6 +112,9 @@ void check_finite(const Node& node, const TensorList& grads) {
 }
 
 // Which outputs of a node a pass computes (empty: all), as seen by input_grad_needed().
+// backward_input's pass in progress: where its deferred work goes (null in any other pass).
+thread_local std::vector<autograd::DeferredGrads::Pending>* split_pass_deferred = nullptr;
+
 thread_local const std::vector<bool>* wanted_outputs = nullptr;
 
 // The running node's accumulation targets per input (empty: none), as seen by
@@ -327,17 +330,36 @@ std::vector<Pending> starts_of(const std::vector<Edge>& roots, const TensorList&
 
 // Runs a pass with grad mode restored afterwards, also when it throws, and autocast off
 // (each backward computes in the dtypes its forward saw).
+// backward_weight's work of a backward_input that a node's closure ran inside another
+// backward_input's pass: run in that pass's backward_weight.
+class NestedWeightPass final : public Node {
+ public:
+  explicit NestedWeightPass(autograd::DeferredGrads&& nested)
+      : Node("NestedWeightPass", {}, 0), nested_(std::move(nested)) {}
+  std::vector<Tensor> apply(std::vector<Tensor>) override {
+    autograd::backward_weight(nested_);
+    return {};
+  }
+
+ private:
+  autograd::DeferredGrads nested_;
+};
+
 TensorList run_guarded(std::vector<Pending> starts, const PassOptions& options) {
   const AutocastSuspension no_autocast;
   const bool previous = GradMode::is_enabled();
+  std::vector<Pending>* const previous_split = split_pass_deferred;
+  split_pass_deferred = options.deferred;  // the pass's own, for the closures it runs
   TensorList result;
   try {
     result = run_engine(std::move(starts), options);
   } catch (...) {
     GradMode::set_enabled(previous);
+    split_pass_deferred = previous_split;
     throw;
   }
   GradMode::set_enabled(previous);
+  split_pass_deferred = previous_split;
   return result;
 }
 
@@ -439,6 +461,15 @@ void backward_weight(DeferredGrads& deferred, bool retain_graph) {
 Tensor accumulation_target(std::size_t input) {
   if (!accumulation_targets || input >= accumulation_targets->size()) return {};
   return (*accumulation_targets)[input];
+}
+
+bool in_backward_input() { return split_pass_deferred != nullptr; }
+
+void defer_to_backward_weight(DeferredGrads&& nested) {
+  if (!split_pass_deferred)
+    throw Error("defer_to_backward_weight", "expected to be called by a node of a backward_input pass");
+  if (nested.empty()) return;
+  split_pass_deferred->push_back({std::make_shared<NestedWeightPass>(std::move(nested)), {}, {}, true});
 }
 
 bool input_grad_needed(std::size_t input) {

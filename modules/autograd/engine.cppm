@@ -65,6 +65,7 @@ class DeferredGrads {
  private:
   friend TensorList backward_input(const TensorList&, const TensorList&, const TensorList&, DeferredGrads&, bool);
   friend void backward_weight(DeferredGrads&, bool);
+  friend void defer_to_backward_weight(DeferredGrads&& nested);
   std::vector<Pending> pending_;
 };
 
@@ -80,6 +81,14 @@ TensorList backward_input(const TensorList& outputs, const TensorList& inputs, c
 // grad() what backward() would have, then empties `deferred` (and frees the graph unless
 // retain_graph).
 void backward_weight(DeferredGrads& deferred, bool retain_graph = false);
+
+// Inside a backward closure: whether the running pass is backward_input's (its weight
+// gradients wait for backward_weight). A closure that runs a backward of its own (activation
+// checkpointing's recomputation) splits it the same way.
+bool in_backward_input();
+// Inside a backward closure of backward_input's pass: what `nested` (left by a backward_input
+// the closure ran itself) owes runs in that pass's backward_weight. Error outside such a pass.
+void defer_to_backward_weight(DeferredGrads&& nested);
 
 // Inside a backward closure: whether the running pass uses the gradient of forward input
 // `input` (grad() and backward_input skip what their inputs do not depend on). Costly

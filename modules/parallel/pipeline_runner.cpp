@@ -63,10 +63,6 @@ PipelineRunner::PipelineRunner(StagedModel model, ParallelGroups groups, const L
   check_schedule_shape(schedule, shape_);
   if (options.zero_stage < 0 || options.zero_stage > 2)
     throw Error("PipelineRunner", concat("zero_stage ", options.zero_stage, ": expected 0, 1 or 2"));
-  if (options.checkpoint_blocks && schedule == "zb-h1")
-    throw Error("PipelineRunner", "activation checkpointing with the zb-h1 schedule: a recomputed block's weight "
-                                  "gradients would accumulate in the input pass, not the deferred weight pass; use "
-                                  "1f1b, gpipe or interleaved");
   simulate_pipeline(schedule_, shape_, {});  // the dry run: every call valid, nothing left waiting
   const nn::ModelPart expected = stage_part(shape_, groups_.coord.pp, blocks_);
   if (staged_.part.blocks != expected.blocks || staged_.part.embed != expected.embed ||

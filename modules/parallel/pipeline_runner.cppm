@@ -60,8 +60,8 @@ struct PipelineOptions {
   // gradient pass reduce-scattered as it ends (interleaved: each chunk's parameters in
   // buckets of their own, reduce-scattered by that chunk's passes).
   int zero_stage = 0;
-  // Activation checkpointing of every block (not with zb-h1, whose split backward would
-  // accumulate the recomputed blocks' weight gradients in the input pass: an Error).
+  // Activation checkpointing of every block (under zb-h1 a recomputed block's weight
+  // gradients wait for the weight pass, as the block's own would).
   bool checkpoint_blocks = false;
 };
 

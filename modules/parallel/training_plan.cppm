@@ -59,7 +59,7 @@ struct PlanOptions {
   int micro_batches = 1;           // per data-parallel rank and step
   double grad_clip = 0;            // the largest gradient norm (0: no clipping)
   // Activation checkpointing of every block: only each block's input is kept, and the block
-  // runs again in backward (not with the zb-h1 schedule).
+  // runs again in backward (under zb-h1 its weight gradients wait for the weight pass).
   bool checkpoint_blocks = false;
   // Selective activation checkpointing: the attention layers recompute their inner part from
   // the q/k/v projection in backward (nn::SelectiveRecompute around the step's passes).

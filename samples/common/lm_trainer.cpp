@@ -361,10 +361,6 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
   if (f.sequence_parallel && T % layout.tp() != 0)
     throw Error("train", concat("--sequence_parallel 1 splits --sequence_length ", T, " over ", layout.tp(),
                                 " tensor-parallel ranks: it must be a multiple of ", layout.tp()));
-  if (f.activation_checkpointing == "full" && layout.pp() > 1 && f.pp_schedule == "zb-h1")
-    throw Error("train", "--activation_checkpointing full with --pp_schedule zb-h1: a recomputed block's weight "
-                         "gradients would come in the input pass, not zb-h1's deferred weight pass; use 1f1b, gpipe or "
-                         "interleaved");
   for (const std::int64_t step : f.profile_steps)
     if (!f.profile.empty() && step >= f.num_iteration)
       throw Error("train", concat("--profile_steps ", step, " is past the run's last step (--num_iteration ",

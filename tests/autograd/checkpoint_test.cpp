@@ -1,8 +1,9 @@
 // autograd::checkpoint: the gradients of a checkpointed function equal those without it (and
 // gradcheck's finite differences), only its inputs stay alive between forward and backward,
 // dropout draws the same mask when recomputed (the generator left where it was), the
-// recomputation runs under the forward's autocast state, and callbacks queued inside it wait
-// for the outer pass.
+// recomputation runs under the forward's autocast state, callbacks queued inside it wait for
+// the outer pass, and in a split backward (zero-bubble pipelines) the recomputed weight
+// gradients wait for backward_weight.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -73,6 +74,40 @@ TEST(Checkpoint, GradientsEqualThoseWithoutIt) {
   };
   const autograd::GradcheckResult result = autograd::gradcheck(fn, {random_leaf({3, 8}, 1.0), random_leaf({8, 8}, 0.3)});
   EXPECT_TRUE(result.ok) << result.message;
+}
+
+// backward_input through checkpointed blocks gives the input's gradient and leaves every
+// parameter's for backward_weight, which then gives what a plain backward does; as a middle
+// pipeline stage (input wanted) and as the first (no input: everything deferred).
+TEST(Checkpoint, SplitBackwardDefersTheRecomputedWeightGradients) {
+  const Chain chain(3, 8, kFloat64);
+  TensorList expected;
+  const Tensor x = random_leaf({5, 8}, 1.0);
+  {
+    const Tensor y = chain.forward(x, false);
+    sum(mul(y, y)).backward();
+    for (const Tensor& p : chain.parameters()) expected.push_back(p.grad().clone());
+    expected.push_back(x.grad().clone());
+  }
+  for (const bool first_stage : {false, true}) {
+    for (Tensor p : chain.parameters()) p.set_grad(Tensor());
+    const Tensor input = x.detach().requires_grad_();
+    const Tensor y = chain.forward(input, true);
+    autograd::DeferredGrads deferred;
+    const TensorList got = autograd::backward_input({sum(mul(y, y))}, first_stage ? TensorList{} : TensorList{input},
+                                                    {}, deferred);
+    const std::string stage = first_stage ? "first stage" : "middle stage";
+    if (!first_stage) EXPECT_LT(max_difference(got[0], expected.back()), 1e-12) << stage;
+    for (const Tensor& p : chain.parameters()) EXPECT_FALSE(p.grad().defined()) << stage << ": a weight in the input pass";
+    EXPECT_FALSE(deferred.empty());
+    autograd::backward_weight(deferred);
+    const TensorList params = chain.parameters();
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      ASSERT_TRUE(params[i].grad().defined()) << stage << ", parameter " << i;
+      EXPECT_LT(max_difference(params[i].grad(), expected[i]), 1e-12) << stage << ", parameter " << i;
+    }
+  }
+  EXPECT_THROW(autograd::defer_to_backward_weight(autograd::DeferredGrads{}), Error);  // outside a split pass
 }
 
 TEST(Checkpoint, KeepsOnlyTheBlockInputsBetweenForwardAndBackward) {
