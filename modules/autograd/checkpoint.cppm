@@ -12,6 +12,8 @@
 // (fn then runs as usual, keeping its activations, when none does), and a checkpointed graph is
 // differentiable once (create_graph through it is an Error). Gradients of tensors fn captures
 // (parameters) accumulate into their .grad: autograd::grad sees only the inputs' gradients.
+// In backward_input's pass (a zero-bubble split backward) the recomputed backward is split too:
+// the inputs' gradients come at once, the captured parameters' in that pass's backward_weight.
 module;
 #include <functional>
 export module infini.autograd:checkpoint;
