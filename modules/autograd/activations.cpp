@@ -90,12 +90,16 @@ Tensor selu(const Tensor& x) {
 }
 
 // x where x > 0, else alpha * expm1(x / alpha) (PyTorch's elu with input scale 1/alpha: the
-// gradient at 0 is 1). The exp reads min(x, 0), so the branch where() drops cannot overflow
-// into a 0 * inf gradient.
+// gradient at 0 is 1). The exps read min(x, 0), so the branch where() drops cannot overflow
+// into a 0 * inf gradient. The slope exp(x / alpha) is computed as such, as elu's is: from
+// expm1's result + 1 it would lose its relative precision for x / alpha << 0.
 Tensor celu(const Tensor& x, double alpha) {
   check_floating("celu", x);
   if (alpha == 0) throw Error("celu", "alpha cannot be 0");
-  return where(gt(x, 0.0), x, mul(expm1(div(clamp(x, std::nullopt, 0.0), alpha)), alpha));
+  return with_slope(
+      "celu", x,
+      [alpha](const Tensor& v) { return where(gt(v, 0.0), v, mul(expm1(div(clamp(v, std::nullopt, 0.0), alpha)), alpha)); },
+      [alpha](const Tensor& v) { return where(gt(v, 0.0), 1.0, exp(div(clamp(v, std::nullopt, 0.0), alpha))); });
 }
 
 // softplus returns x above its threshold, and tanh of it is then 1: finite for any x.

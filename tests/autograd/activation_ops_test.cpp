@@ -234,6 +234,11 @@ TEST(Activations, SmoothActivationsAtExtremeInputs) {
   expect_values(make({3}, gradient_at([](const Tensor& v) { return celu(v, -2); }, {0, -1, 2})),
                 {1, std::exp(0.5), 1});
   expect_values(celu(make({1}, {-1000}), 2), {-2});
+  // Far below 0 the gradient keeps its relative precision (PyTorch: exp(x / alpha) itself).
+  const std::vector<double> points = {-36, -40, -600};
+  const std::vector<double> slopes = gradient_at([](const Tensor& v) { return celu(v, 1.0); }, points);
+  for (std::size_t i = 0; i < points.size(); ++i)
+    EXPECT_NEAR(slopes[i] / std::exp(points[i]), 1.0, 1e-12) << "celu'(" << points[i] << ")";
 }
 
 TEST(Activations, PreluGradientAtZeroIsTheWeight) {
