@@ -200,6 +200,12 @@ StepResult TrainingPlan::step(const std::vector<data::Example>& micro_batches) {
   } else {
     loss_sum = run_passes(micro_batches, result);
   }
+  // Under a pipeline only the last stage has the losses: the mean over the world counts them
+  // once per pipeline rank. Every rank then has it (and the norm) to decide a skip alike.
+  std::vector<double> mean = {loss_sum / static_cast<double>(micro_batches.size())};
+  sum_over(groups_.world, mean);
+  result.loss = mean[0] / static_cast<double>(layout_.world_size()) * static_cast<double>(layout_.pp());
+  if (graphed) result.non_finite = !std::isfinite(result.loss) || !std::isfinite(result.grad_norm);  // updated anyway
   const auto update_start = Clock::now();
   std::optional<trace::Span> update(std::in_place, "update", "step");
   if (!graphed) {
@@ -207,8 +213,11 @@ StepResult TrainingPlan::step(const std::vector<data::Example>& micro_batches) {
     if (tp_ && zero()) tp_->reduce_sequence_parallel_grads(*reducer());  // on the optimizer's pieces
     else if (tp_) tp_->reduce_sequence_parallel_grads();
     result.grad_norm = grad_norm();
-    // A loss-scaled step whose grads overflowed is skipped, and the scale backs off.
-    result.skipped = scaler_.is_enabled() && !std::isfinite(result.grad_norm);
+    // A loss-scaled step whose grads overflowed is skipped, and the scale backs off; else one
+    // whose loss or norm is not finite, with skip_non_finite.
+    result.non_finite = !scaler_.is_enabled() && (!std::isfinite(result.loss) || !std::isfinite(result.grad_norm));
+    result.skipped = scaler_.is_enabled() ? !std::isfinite(result.grad_norm)
+                                          : result.non_finite && options_.skip_non_finite;
     // Clipping's scale is folded into the update (no pass over the grads of its own).
     if (!result.skipped)
       optimizer_->scaled_step(options_.grad_clip > 0 ? optim::clip_coefficient(result.grad_norm, options_.grad_clip)
@@ -220,11 +229,6 @@ StepResult TrainingPlan::step(const std::vector<data::Example>& micro_batches) {
   synchronize(options_.device);  // the update: the clock read next covers the device's work
   result.update_ms = ms_since(update_start);
   update.reset();
-  // Under a pipeline only the last stage has the losses: the mean over the world counts them
-  // once per pipeline rank.
-  std::vector<double> mean = {loss_sum / static_cast<double>(micro_batches.size())};
-  sum_over(groups_.world, mean);
-  result.loss = mean[0] / static_cast<double>(layout_.world_size()) * static_cast<double>(layout_.pp());
   ++steps_;
   return result;
 }

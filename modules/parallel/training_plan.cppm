@@ -70,12 +70,18 @@ struct PlanOptions {
   // One process, one micro-batch: steps after the first replay a CUDA graph (make_optimizer
   // returns a capturable Adam or AdamW).
   bool cuda_graph = false;
+  // A step whose loss or gradient norm is NaN or infinite skips the update (both are reduced
+  // over the ranks, so every rank decides alike). Loss scaling keeps its own rule; a CUDA
+  // graph's update is part of the graph and cannot be skipped.
+  bool skip_non_finite = true;
 };
 
 struct StepResult {
   double loss = 0;       // the mean over the step's micro-batches of every data-parallel rank
   double grad_norm = 0;  // of the whole model's averaged gradient, before clipping
-  bool skipped = false;  // loss scaling: the gradients overflowed and the update was skipped
+  bool skipped = false;  // the update was skipped (non_finite, or loss scaling's overflow)
+  // The loss or the gradient norm was NaN or infinite (outside loss scaling's rule).
+  bool non_finite = false;
   // Host time of the passes (under a pipeline schedule or a CUDA graph all in forward_ms) and
   // of the rest: the gradient finish, norm and update.
   double forward_ms = 0, backward_ms = 0, update_ms = 0;

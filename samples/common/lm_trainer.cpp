@@ -44,6 +44,10 @@ void add_train_flags(CLI::App& app, TrainFlags& f) {
   app.add_option("--beta2", f.beta2);
   app.add_option("--eps", f.eps);
   app.add_option("--grad_clip", f.grad_clip, "maximum gradient norm (0: no clipping)");
+  app.add_option("--max_skipped_steps", f.max_skipped_steps,
+                 "a step whose loss or gradient norm is NaN/Inf on any rank skips its update on every rank; this "
+                 "many in a row stop training with an error (0: no guard, such updates are applied)")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--shuffle", f.shuffle, "0: llm.c's sequential order, 1: sequences permuted per epoch")->check(boolean);
   app.add_option("--seed", f.seed, "initialisation, shuffling and sampling");
   app.add_option("--device", f.device,
@@ -157,6 +161,11 @@ std::string format(const char* fmt, auto... values) {
   return text;
 }
 
+// A JSON number, or null for NaN and infinities (which JSON has no numbers for).
+std::string json_number(double value, const char* fmt = "%.7f") {
+  return std::isfinite(value) ? format(fmt, value) : std::string("null");
+}
+
 // The device the model trains on (prepare_run checked that it exists).
 Device train_device(const TrainFlags& f) { return f.device == "cuda" ? Device::cuda(0) : Device::cpu(); }
 
@@ -194,6 +203,27 @@ std::unique_ptr<optim::LRScheduler> make_schedule(optim::Optimizer& optimizer, c
   return std::make_unique<optim::LambdaLR>(optimizer, [warmup](std::int64_t step) {
     return step < warmup ? static_cast<double>(step + 1) / static_cast<double>(warmup) : 1.0;
   });
+}
+
+// A step whose loss or gradient norm was not finite: said on stderr (rank 0); an Error once
+// --max_skipped_steps of them came in a row, or when a CUDA graph applied its update anyway.
+void check_non_finite(const parallel::StepResult& result, std::int64_t step, int in_a_row, const TrainFlags& f,
+                      bool main_rank) {
+  const std::string what = concat("step ", step, ": loss ", result.loss, ", gradient norm ", result.grad_norm);
+  if (!result.skipped && f.cuda_graph)
+    throw Error("train", concat(what, " is not finite, and the CUDA graph's update was applied with it; stopping "
+                                      "before these weights are saved"));
+  if (!result.skipped) {  // --max_skipped_steps 0
+    if (main_rank) std::fprintf(stderr, "%s is not finite; the update was applied (--max_skipped_steps 0)\n", what.c_str());
+    return;
+  }
+  if (main_rank)
+    std::fprintf(stderr, "%s is not finite: the update is skipped on every rank (%d in a row, --max_skipped_steps %d)\n",
+                 what.c_str(), in_a_row, f.max_skipped_steps);
+  if (in_a_row >= f.max_skipped_steps)
+    throw Error("train", concat(what, ": ", in_a_row, " steps in a row had a non-finite loss or gradient norm ",
+                                "(--max_skipped_steps ", f.max_skipped_steps, "); stopping. The weights are those "
+                                "of the last finite step; no checkpoint was written from these steps"));
 }
 
 // The --val_batches micro-batches of the validation tokens, from their start.
@@ -325,6 +355,22 @@ std::vector<double> every_rank(const Ranks& ranks, double value) {
   return {t.data_ptr<double>(), t.data_ptr<double>() + t.numel()};
 }
 
+// Error unless every parameter of every rank is finite (a collective): a checkpoint is never
+// written from NaN or infinite weights.
+void check_finite_weights(const Ranks& ranks, nn::Module& model, std::int64_t step) {
+  NoGradGuard no_grad;
+  std::string first_bad;
+  for (const auto& [name, p] : model.named_parameters())
+    if (first_bad.empty() && any(logical_or(isnan(p), isinf(p))).to(Device::cpu()).item<bool>()) first_bad = name;
+  const std::vector<double> bad = every_rank(ranks, first_bad.empty() ? 0.0 : 1.0);
+  for (std::size_t r = 0; r < bad.size(); ++r)
+    if (bad[r] != 0)
+      throw Error("train", concat("after step ", step, " the weights are not finite (rank ", r,
+                                  first_bad.empty() || static_cast<int>(r) != ranks.rank ? std::string()
+                                                                                          : concat(": ", first_bad),
+                                  "); not saving them over the last checkpoint"));
+}
+
 // A JSON array of whole numbers.
 std::string json_integers(const std::vector<double>& values) {
   std::string text = "[";
@@ -411,13 +457,14 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
                                                     : std::nullopt,
                                // float16's narrow range: gradients scaled up by a dynamic factor
                                .loss_scaling = device.is_cuda() && f.dtype == "float16",
-                               .cuda_graph = f.cuda_graph},
+                               .cuda_graph = f.cuda_graph,
+                               .skip_non_finite = f.max_skipped_steps > 0},
                               adamw(f));
   const LanguageModel& lm = *built;
   if (T > lm.max_seq_len) throw Error("train", concat("--sequence_length ", T, " exceeds the model's ", lm.max_seq_len));
 
   std::optional<TokenBatches> val_data;
-  if (!f.input_val_bin.empty()) val_data.emplace(std::make_shared<llmc::TokenFile>(f.input_val_bin), T, false, f.seed);
+  if (!f.input_val_bin.empty()) val_data.emplace(std::make_shared<llmc::TokenFile>(f.input_val_bin), T, false, f.seed, lm.vocab_size);
   std::optional<llmc::TokenizerFile> tokenizer;
   if (!f.tokenizer_bin.empty()) tokenizer = llmc::read_tokenizer_file(f.tokenizer_bin);
 
@@ -439,8 +486,9 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
     if (ranks.main()) std::printf("resumed from %s at step %lld\n", f.load.c_str(), static_cast<long long>(state.step));
   }
   const std::uint64_t data_seed = std::stoull(state.metadata.at("data_seed"));
-  TokenBatches train_data(std::make_shared<llmc::TokenFile>(f.input_bin), T, f.shuffle, data_seed);
+  TokenBatches train_data(std::make_shared<llmc::TokenFile>(f.input_bin), T, f.shuffle, data_seed, lm.vocab_size);
   auto save = [&] {
+    check_finite_weights(ranks, model, state.step - 1);
     if (zero || ranks.main_replica()) io::save_checkpoint(state_dir(f.save, ranks, zero), state);
     if (!ranks.main_replica()) return;
     const std::filesystem::path llmc_path = std::filesystem::path(f.save) / lm.llmc_name;
@@ -478,6 +526,7 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
   // Each clock reading below follows a wait for the device: times cover its work, not only
   // the launches (validation, sampling and saving end by reading results back).
   const std::int64_t first_step = state.step;
+  int skipped_in_a_row = 0;  // steps with a non-finite loss or gradient norm
   for (std::int64_t step = first_step; step < f.num_iteration; ++step) {
     const auto start = Clock::now();
     std::vector<data::Example> batches;  // this data-parallel rank's micro-batches
@@ -489,7 +538,7 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
     const parallel::StepResult result = plan.step(batches);
     trace::set_recording(false);
     const double lr = schedule->get_last_lr()[0];
-    if (result.skipped && ranks.main())
+    if (result.skipped && !result.non_finite && ranks.main())
       std::printf("step %lld: non-finite gradients, update skipped; loss scale now %g\n", static_cast<long long>(step),
                   plan.scaler().get_scale());
     schedule->step();
@@ -509,13 +558,18 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
                   lr, norm, ms, tokens_per_s, static_cast<double>(peak) / (1 << 30));
       std::fflush(stdout);
     }
-    metrics.line(format("{\"step\": %lld, \"loss\": %.7f, \"lr\": %.6e, \"grad_norm\": %.6f, \"ms\": %.3f, "
+    metrics.line(format("{\"step\": %lld, \"loss\": %s, \"lr\": %.6e, \"grad_norm\": %s, \"ms\": %.3f, "
                         "\"tokens_per_s\": %.1f, \"peak_bytes\": %lld, \"forward_ms\": %.3f, \"backward_ms\": %.3f, "
-                        "\"optimizer_ms\": %.3f, \"activation_bytes\": %lld, \"allocated_bytes\": %lld}",
-                        static_cast<long long>(step), last_loss, lr, norm, ms, tokens_per_s, static_cast<long long>(peak),
+                        "\"optimizer_ms\": %.3f, \"activation_bytes\": %lld, \"allocated_bytes\": %lld, "
+                        "\"skipped\": %s}",
+                        static_cast<long long>(step), json_number(last_loss).c_str(), lr,
+                        json_number(norm, "%.6f").c_str(), ms, tokens_per_s, static_cast<long long>(peak),
                         result.forward_ms, result.backward_ms, result.update_ms,
                         static_cast<long long>(result.activation_bytes),
-                        static_cast<long long>(memory_stats(device).allocated_bytes)));
+                        static_cast<long long>(memory_stats(device).allocated_bytes),
+                        result.skipped ? "true" : "false"));
+    skipped_in_a_row = result.non_finite ? skipped_in_a_row + 1 : 0;
+    if (result.non_finite) check_non_finite(result, step, skipped_in_a_row, f, ranks.main());
     state.step = step + 1;
     const bool last = state.step == f.num_iteration;
     const bool validate = val_data && f.val_loss_every > 0 && (state.step % f.val_loss_every == 0 || last);
@@ -544,10 +598,10 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
   // Every rank's parameters and peak bytes (its part of the model under pipeline parallelism).
   const std::vector<double> rank_peaks =
       every_rank(ranks, static_cast<double>(memory_stats(device).peak_allocated_bytes));
-  metrics.line(format("{\"summary\": {\"layout\": \"%s\", \"steps\": %lld, \"final_loss\": %.7f, \"mean_ms\": %.3f, "
+  metrics.line(format("{\"summary\": {\"layout\": \"%s\", \"steps\": %lld, \"final_loss\": %s, \"mean_ms\": %.3f, "
                       "\"tokens_per_s\": %.1f, \"peak_bytes\": %lld, \"peak_bytes_max\": %lld, \"parameters\": %lld, "
                       "\"rank_parameters\": %s, \"rank_peak_bytes\": %s}}",
-                      layout_name.c_str(), static_cast<long long>(f.num_iteration), last_loss, mean_ms,
+                      layout_name.c_str(), static_cast<long long>(f.num_iteration), json_number(last_loss).c_str(), mean_ms,
                       mean_ms > 0 ? static_cast<double>(tokens_per_step) / (mean_ms / 1000.0) : 0.0,
                       static_cast<long long>(memory_stats(device).peak_allocated_bytes),
                       std::llround(*std::max_element(rank_peaks.begin(), rank_peaks.end())),

@@ -7,8 +7,8 @@ namespace samples {
 using namespace infini;
 
 TokenBatches::TokenBatches(std::shared_ptr<const llmc::TokenFile> tokens, std::int64_t T, bool shuffle,
-                           std::uint64_t seed)
-    : tokens_(std::move(tokens)), T_(T), shuffle_(shuffle), seed_(seed) {
+                           std::uint64_t seed, std::int64_t vocab_size)
+    : tokens_(std::move(tokens)), T_(T), vocab_size_(vocab_size), shuffle_(shuffle), seed_(seed) {
   if (!tokens_) throw Error("TokenBatches", "no token file");
   if (T < 1) throw Error("TokenBatches", concat("sequence length must be >= 1, got ", T));
   if (tokens_->size() < T + 1)
@@ -33,7 +33,13 @@ data::Example TokenBatches::sequences(std::int64_t first, std::int64_t count) {
   auto* in = inputs.data_ptr<std::int64_t>();
   auto* out = targets.data_ptr<std::int64_t>();
   for (std::int64_t i = 0; i < count; ++i) {
-    tokens_->read_window(start_of(first + i), T_ + 1, window.data());
+    const std::int64_t start = start_of(first + i);
+    tokens_->read_window(start, T_ + 1, window.data());
+    for (std::int64_t t = 0; t <= T_ && vocab_size_ > 0; ++t)
+      if (window[static_cast<std::size_t>(t)] >= vocab_size_)
+        throw Error("TokenBatches", concat("'", tokens_->path().string(), "': token ", (start + t) % tokens_->size(),
+                                           " (from 0) is ", window[static_cast<std::size_t>(t)],
+                                           ", not an id of the model's vocabulary of ", vocab_size_));
     for (std::int64_t t = 0; t < T_; ++t) {
       in[i * T_ + t] = window[static_cast<std::size_t>(t)];
       out[i * T_ + t] = window[static_cast<std::size_t>(t + 1)];

@@ -18,10 +18,13 @@ namespace samples {
 
 class TokenBatches {
  public:
-  // Error unless T >= 1 and the file holds at least T + 1 tokens.
-  TokenBatches(std::shared_ptr<const infini::llmc::TokenFile> tokens, std::int64_t T, bool shuffle, std::uint64_t seed);
+  // Error unless T >= 1 and the file holds at least T + 1 tokens. vocab_size: the model's
+  // (0: unchecked).
+  TokenBatches(std::shared_ptr<const infini::llmc::TokenFile> tokens, std::int64_t T, bool shuffle, std::uint64_t seed,
+               std::int64_t vocab_size = 0);
 
-  // Inputs and targets (count, T) int64 of sequences first .. first + count - 1.
+  // Inputs and targets (count, T) int64 of sequences first .. first + count - 1. Error naming
+  // the file, the token's position in it and its value for a token id >= vocab_size.
   infini::data::Example sequences(std::int64_t first, std::int64_t count);
   std::int64_t sequences_per_epoch() const { return per_epoch_; }
 
@@ -29,7 +32,7 @@ class TokenBatches {
   std::int64_t start_of(std::int64_t g);  // first token of sequence g
 
   std::shared_ptr<const infini::llmc::TokenFile> tokens_;
-  std::int64_t T_, per_epoch_;
+  std::int64_t T_, per_epoch_, vocab_size_;
   bool shuffle_;
   std::uint64_t seed_;
   std::int64_t cached_epoch_ = -1;
