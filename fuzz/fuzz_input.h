@@ -45,7 +45,7 @@ class ScratchDir {
 
 // Splits an input into `count` pieces: each but the last is a 4-byte little-endian length and
 // that many bytes (cut short at the end of the input), the last is the rest. The seed corpora
-// are written in this form (fuzz/corpus/README.md).
+// are written in this form (fuzz/make_corpus.py).
 inline std::vector<std::span<const std::uint8_t>> split(const std::uint8_t* data, std::size_t size, int count) {
   std::vector<std::span<const std::uint8_t>> pieces;
   std::span<const std::uint8_t> rest(data, size);

@@ -160,4 +160,4 @@ for name, args in {
     "invalid_device": ["--device", "cuda", "--tensor_parallel", "2"],
     "invalid_number": ["--batch_size", "two"],
 }.items():
-    write("cli", name, b"\0".join(a.encode() for a in args))
+    write("cli", name, b"\0".join(a.encode() for a in ["--input_bin", "train.bin"] + args))

@@ -101,10 +101,7 @@ struct LaterFirst {
 
 void check_finite(const Node& node, const TensorList& grads) {
   for (std::size_t i = 0; i < grads.size(); ++i) {
-    if (!grads[i].defined() || !is_floating_point(grads[i].dtype())) continue;
-    const bool bad = kernels::reduce(ReduceOp::Any, kernels::unary(UnaryOp::IsNan, grads[i])).item<bool>() ||
-                     kernels::reduce(ReduceOp::Any, kernels::unary(UnaryOp::IsInf, grads[i])).item<bool>();
-    if (!bad) continue;
+    if (!grads[i].defined() || numerics::all_finite(grads[i])) continue;
     const auto* fn = dynamic_cast<const FunctionNode*>(&node);
     throw Error("backward", concat("function ", node.name(), " returned NaN or Inf values in its output ", i,
                                    fn ? " (forward op '" + fn->op() + "')" : std::string()));
@@ -293,12 +290,21 @@ TensorList run_engine(std::vector<Pending> starts, const PassOptions& options) {
         }
       }
     TensorList outputs;
+    const bool checking = numerics::checking();
+    const TensorList incoming = checking ? grads : TensorList{};
     {
       WantedOutputsScope scope(&mask, &targets);
       const trace::Span span(node->name(), "backward");
+      std::optional<numerics::BackwardNodeScope> checked_as_a_node;
+      if (checking) checked_as_a_node.emplace();
       outputs = node->apply(std::move(grads));
     }
     if (anomaly_mode) check_finite(*node, outputs);
+    if (checking) {
+      const auto* fn = dynamic_cast<const FunctionNode*>(node.get());
+      numerics::check_backward(node->name(), fn ? std::string_view(fn->op()) : std::string_view(),
+                               fn ? fn->module : std::string(), incoming, outputs);
+    }
     for (const auto& hook : node->post_hooks()) hook(outputs, grads_in);
     if (!options.keep_graph && !defers) node->release_saved();
 

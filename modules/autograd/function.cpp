@@ -96,6 +96,8 @@ bool any_needs_grad(const TensorList& inputs) {
 
 std::shared_ptr<FunctionNode> record(std::string_view op, const TensorList& inputs, const TensorList& outputs,
                                      const TensorList& saved, BackwardFn backward) {
+  const bool checking = numerics::checking();
+  if (checking) numerics::check_forward(op, inputs, outputs);
   if (!any_needs_grad(inputs)) return nullptr;
   std::vector<Edge> edges;
   edges.reserve(inputs.size());
@@ -103,6 +105,7 @@ std::shared_ptr<FunctionNode> record(std::string_view op, const TensorList& inpu
   auto node = std::make_shared<FunctionNode>(op, std::move(edges), static_cast<std::uint32_t>(outputs.size()),
                                              std::move(backward));
   for (const Tensor& t : inputs) node->input_shapes.push_back(t.defined() ? t.shape() : Shape{});
+  if (checking) node->module = numerics::current_module();
   for (std::uint32_t i = 0; i < outputs.size(); ++i) {
     AutogradMeta& meta = outputs[i].autograd_meta();
     meta.grad_fn = node;

@@ -10,6 +10,7 @@ module;
 #include <vector>
 export module infini.autograd:function;
 import infini.kernels;
+import :numerics;
 
 export namespace infini {
 
@@ -53,6 +54,8 @@ class FunctionNode : public Node {
   // Shapes of the forward inputs, to check what backward returns.
   std::vector<Shape> input_shapes;
   std::vector<SavedTensor> saved;
+  // Where the forward op ran, "h.3.mlp.c_fc (Linear)", while the precision checker is on.
+  std::string module;
 
  private:
   std::string op_;
@@ -68,5 +71,12 @@ std::shared_ptr<FunctionNode> record(std::string_view op, const TensorList& inpu
 
 // True when grad mode is on and some input requires grad.
 bool any_needs_grad(const TensorList& inputs);
+
+// `y`, the output of op `op` that records no history (no input needs grad): the precision
+// checker looks at it as record() looks at recorded outputs.
+inline Tensor unrecorded(std::string_view op, const TensorList& inputs, Tensor y) {
+  if (numerics::checking()) numerics::check_forward(op, inputs, {y});
+  return y;
+}
 
 }  // namespace infini

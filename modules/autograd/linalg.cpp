@@ -46,7 +46,7 @@ Tensor product(const Tensor& a, const Tensor& b, const kernels::MatmulOptions& o
   }
   Tensor y = kernels::matmul(a, b, o);
   const TensorList inputs = o.bias.defined() ? TensorList{a, b, o.bias} : TensorList{a, b};
-  if (!any_needs_grad(inputs)) return y;
+  if (!any_needs_grad(inputs)) return unrecorded(o.op, inputs, y);
   const Operand ia(a), ib(b), ibias(o.bias);
   record(o.op, inputs, {y}, {ib.requires_grad ? a : Tensor(), ia.requires_grad ? b : Tensor()},
          [ia, ib, ibias, alpha = o.alpha, beta = o.beta, count = inputs.size()](const TensorList& g,
@@ -170,7 +170,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
                                       " (expected weight (out_features, in_features), input (*, in_features))"));
   Tensor y = kernels::matmul(x, weight.detach().t(), {.bias = bias, .op = "linear"});
   const TensorList inputs = bias.defined() ? TensorList{x, weight, bias} : TensorList{x, weight};
-  if (!any_needs_grad(inputs)) return y;
+  if (!any_needs_grad(inputs)) return unrecorded("linear", inputs, y);
   const Operand ix(x), iw(weight), ibias(bias);
   record("linear", inputs, {y}, {iw.requires_grad ? x : Tensor(), ix.requires_grad ? weight : Tensor()},
          [ix, iw, ibias, count = inputs.size()](const TensorList& g, const TensorList& s) {
@@ -222,7 +222,7 @@ Tensor dense_gelu_dense(const Tensor& x, const Tensor& w1, const Tensor& b1, con
   if (b1.defined()) inputs.push_back(b1);
   inputs.push_back(w2);
   if (b2.defined()) inputs.push_back(b2);
-  if (!any_needs_grad(inputs)) return y;
+  if (!any_needs_grad(inputs)) return unrecorded(op, inputs, y);
   // Where each parameter's gradient goes in the node's inputs (-1: no such input).
   const int at_b1 = b1.defined() ? 2 : -1, at_w2 = b1.defined() ? 3 : 2, at_b2 = b2.defined() ? at_w2 + 1 : -1;
   const Operand ix(x), iw1(w1), ib1(b1), iw2(w2), ib2(b2);

@@ -1,6 +1,7 @@
 // infini.autograd: the dynamic-graph autograd engine and the differentiable ops.
 export module infini.autograd;
 export import infini.kernels;
+export import :numerics;
 export import :function;
 export import :engine;
 export import :elementwise;

@@ -1,6 +1,7 @@
 #include "lm_trainer.h"
 
 #include <omp.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -48,6 +49,13 @@ void add_train_flags(CLI::App& app, TrainFlags& f) {
                  "a step whose loss or gradient norm is NaN/Inf on any rank skips its update on every rank; this "
                  "many in a row stop training with an error (0: no guard, such updates are applied)")
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--check_numerics", f.check_numerics,
+                 "1: check every op's outputs in forward and backward; the first NaN or Inf stops training with an "
+                 "error naming the op, its module, the shapes and its inputs' statistics (also INFINI_CHECK_NUMERICS=1)")
+      ->check(boolean);
+  app.add_option("--dump_numerics", f.dump_numerics,
+                 "directory: each rank writes rank_<r>.tsv, statistics of every module's output and every parameter's "
+                 "gradient per step, to compare runs");
   app.add_option("--shuffle", f.shuffle, "0: llm.c's sequential order, 1: sequences permuted per epoch")->check(boolean);
   app.add_option("--seed", f.seed, "initialisation, shuffling and sampling");
   app.add_option("--device", f.device,
@@ -162,6 +170,15 @@ std::string format(const char* fmt, auto... values) {
 }
 
 // A JSON number, or null for NaN and infinities (which JSON has no numbers for).
+// This process's resident memory (Linux: /proc/self/statm's second field, in pages); 0 where
+// it cannot be read.
+std::int64_t resident_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  std::int64_t size = 0, resident = 0;
+  if (!(statm >> size >> resident)) return 0;
+  return resident * static_cast<std::int64_t>(sysconf(_SC_PAGESIZE));
+}
+
 std::string json_number(double value, const char* fmt = "%.7f") {
   return std::isfinite(value) ? format(fmt, value) : std::string("null");
 }
@@ -525,6 +542,11 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
   };
   // Each clock reading below follows a wait for the device: times cover its work, not only
   // the launches (validation, sampling and saving end by reading results back).
+  // --check_numerics and --dump_numerics name modules by their paths in this rank's model.
+  if (f.check_numerics) numerics::set_checking(true);
+  std::optional<numerics::NumericsDump> dump;
+  if (!f.dump_numerics.empty()) dump.emplace(f.dump_numerics, ranks.rank);
+  if (numerics::checking() || dump) model.label_modules();  // checking: the flag or INFINI_CHECK_NUMERICS=1
   const std::int64_t first_step = state.step;
   int skipped_in_a_row = 0;  // steps with a non-finite loss or gradient norm
   for (std::int64_t step = first_step; step < f.num_iteration; ++step) {
@@ -535,7 +557,9 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
     const bool profiled = !f.profile.empty() && std::find(f.profile_steps.begin(), f.profile_steps.end(), step) !=
                                                     f.profile_steps.end();
     trace::set_recording(profiled);
+    if (dump) dump->begin_step(step);
     const parallel::StepResult result = plan.step(batches);
+    if (dump) dump->end_step(model.named_parameters());
     trace::set_recording(false);
     const double lr = schedule->get_last_lr()[0];
     if (result.skipped && !result.non_finite && ranks.main())
@@ -561,13 +585,13 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
     metrics.line(format("{\"step\": %lld, \"loss\": %s, \"lr\": %.6e, \"grad_norm\": %s, \"ms\": %.3f, "
                         "\"tokens_per_s\": %.1f, \"peak_bytes\": %lld, \"forward_ms\": %.3f, \"backward_ms\": %.3f, "
                         "\"optimizer_ms\": %.3f, \"activation_bytes\": %lld, \"allocated_bytes\": %lld, "
-                        "\"skipped\": %s}",
+                        "\"rss_bytes\": %lld, \"skipped\": %s}",
                         static_cast<long long>(step), json_number(last_loss).c_str(), lr,
                         json_number(norm, "%.6f").c_str(), ms, tokens_per_s, static_cast<long long>(peak),
                         result.forward_ms, result.backward_ms, result.update_ms,
                         static_cast<long long>(result.activation_bytes),
                         static_cast<long long>(memory_stats(device).allocated_bytes),
-                        result.skipped ? "true" : "false"));
+                        static_cast<long long>(resident_bytes()), result.skipped ? "true" : "false"));
     skipped_in_a_row = result.non_finite ? skipped_in_a_row + 1 : 0;
     if (result.non_finite) check_non_finite(result, step, skipped_in_a_row, f, ranks.main());
     state.step = step + 1;

@@ -39,6 +39,8 @@ struct TrainFlags {
   // Steps in a row whose loss or gradient norm is not finite (each skipped on every rank)
   // before training stops with an error; 0: no guard (such updates are applied).
   int max_skipped_steps = 5;
+  bool check_numerics = false;  // the precision checker: the first NaN/Inf an op makes is an error naming it
+  std::string dump_numerics;    // directory: per-rank statistics of every module output and gradient per step
   int zero_stage = 0;  // under mpirun: 1 shards optimizer state over the data-parallel ranks, 2 gradients too
   int tensor_parallel = 1;    // ranks each layer is split over (mpirun); dp = world / (tensor x pipeline)
   bool sequence_parallel = false;  // activations between the tensor-parallel regions split along the sequence

@@ -10,6 +10,8 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -256,6 +258,71 @@ TEST(TrainingPlan, UserModelTrainsLikeOneProcessUnderEveryLayout) {
       for (const data::Example& batch : micro_batches(7)) total += reference.forward_loss(batch).item<double>();
       return total / kMicroBatches;
     }(), 1e-5) << name;
+  }
+}
+
+// Whether a and b hold the same bits (float32).
+bool same_bits(const Tensor& a, const Tensor& b) {
+  const Tensor x = a.detach().contiguous(), y = b.detach().contiguous();
+  return x.shape() == y.shape() && std::memcmp(x.data_ptr(), y.data_ptr(), static_cast<std::size_t>(x.nbytes())) == 0;
+}
+
+// A NaN made on the last rank only (a forward hook on its first block, one step) skips that
+// step on every rank: every rank's weights keep their bits, equal on all ranks, and the next
+// step updates them again. Data parallel over the world, plain and with ZeRO-1.
+TEST(TrainingPlan, NaNOnOneRankSkipsTheStepOnEveryRank) {
+  auto pg = world();
+  for (const int zero_stage : {0, 1}) {
+    const std::string name = concat("dp ", pg->size(), ", ZeRO ", zero_stage);
+    const Layout layout(pg->size(), 1, 1);
+    const ParallelGroups groups = make_parallel_groups(layout, pg);
+    const int m = kMicroBatches / layout.dp();
+    if (m == 0) continue;
+    const UserModel mine(5);
+    const BuildModel build = [&](std::shared_ptr<TensorParallel>, const PartFor& part_for) {
+      return staged(mine, part_for(kBlocks));
+    };
+    const MakeOptimizer sgd = [](const std::vector<OptimizedTensor>& tensors) {
+      std::vector<Tensor> list;
+      for (const OptimizedTensor& t : tensors) list.push_back(t.tensor);
+      return std::make_unique<optim::SGD>(list, optim::SGDOptions{.lr = 0.5});
+    };
+    TrainingPlan plan(layout, groups, build, {.zero_stage = zero_stage, .micro_batches = m, .grad_clip = 0.5}, sgd);
+    bool inject = false;
+    if (pg->rank() == pg->size() - 1)
+      mine.blocks[0]->register_forward_hook([&inject](nn::Module&, const TensorList&, Tensor& output) {
+        if (inject) output = mul(output, std::numeric_limits<double>::quiet_NaN());
+      });
+    const auto mine_batches = [&](int step) {
+      const auto batches = micro_batches(step);
+      return std::vector<data::Example>(batches.begin() + groups.coord.dp * m,
+                                        batches.begin() + (groups.coord.dp + 1) * m);
+    };
+    const StepResult first = plan.step(mine_batches(0));
+    EXPECT_FALSE(first.non_finite || first.skipped) << name;
+    std::vector<Tensor> before;
+    for (const Tensor& p : plan.module().parameters()) before.push_back(p.detach().clone());
+
+    inject = true;
+    const StepResult poisoned = plan.step(mine_batches(1));
+    inject = false;
+    EXPECT_TRUE(poisoned.non_finite) << name << ", rank " << pg->rank();
+    EXPECT_TRUE(poisoned.skipped) << name << ", rank " << pg->rank();
+    EXPECT_TRUE(std::isnan(poisoned.loss)) << name << ": the world-mean loss, rank " << pg->rank();
+    const std::vector<Tensor> after = plan.module().parameters();
+    for (std::size_t i = 0; i < after.size(); ++i) {
+      EXPECT_TRUE(same_bits(after[i], before[i])) << name << ": parameter " << i << " moved on rank " << pg->rank();
+      // Equal on every rank: the largest and smallest over the ranks are this rank's values.
+      Tensor largest = after[i].detach().clone(), smallest = after[i].detach().clone();
+      pg->all_reduce(largest, {.op = ReduceOp::Max}).wait();
+      pg->all_reduce(smallest, {.op = ReduceOp::Min}).wait();
+      EXPECT_TRUE(same_bits(largest, after[i]) && same_bits(smallest, after[i])) << name << ": parameter " << i;
+    }
+
+    const StepResult next = plan.step(mine_batches(2));
+    EXPECT_FALSE(next.non_finite || next.skipped) << name;
+    EXPECT_TRUE(std::isfinite(next.loss)) << name;
+    EXPECT_FALSE(same_bits(plan.module().parameters()[0], before[0])) << name << ": the next step updates";
   }
 }
 

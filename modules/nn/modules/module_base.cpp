@@ -3,6 +3,7 @@ module;
 #include <algorithm>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -47,9 +48,16 @@ Tensor Module::operator()(const Tensor& input) {
 Tensor Module::call(const TensorList& inputs, const std::function<Tensor()>& compute) {
   for (const auto& [id, hook] : pre_hooks_) hook(*this, inputs);
   const trace::Span span(type_name_, "module");
+  std::optional<numerics::ModuleScope> scope;  // ops inside name this module (numerics.cppm)
+  if (numerics::checking() || numerics::dumping()) scope.emplace(label_, type_name_);
   Tensor output = compute();
+  if (numerics::dumping()) numerics::record_module_output(label_, type_name_, output);
   for (const auto& [id, hook] : hooks_) hook(*this, inputs, output);
   return output;
+}
+
+void Module::label_modules() {
+  for (auto& [name, module] : named_modules()) module->label_ = name;
 }
 
 // ---- registration ----

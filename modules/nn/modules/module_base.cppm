@@ -37,6 +37,12 @@ class Module : public std::enable_shared_from_this<Module> {
 
   // "Linear", "Sequential", ...: used in messages and printing.
   const std::string& type_name() const { return type_name_; }
+  // Its dotted path below the module label_modules() was called on ("h.3.mlp.c_fc"; "" for
+  // that module and for modules never labelled): the precision checker and numerics dumps
+  // name modules by it.
+  const std::string& label() const { return label_; }
+  // Labels this module ("") and every module below it with its name in named_modules().
+  void label_modules();
 
   // The computation of modules that take one tensor. Others (Bilinear, MultiheadAttention,
   // ModuleDict, ...) define their own operator(); this one then raises an Error.
@@ -126,6 +132,7 @@ class Module : public std::enable_shared_from_this<Module> {
   void write_str(std::string& out, int indent) const;
 
   std::string type_name_;
+  std::string label_;
   Named<Tensor> parameters_, buffers_;
   Named<ModulePtr> children_;
   bool training_ = true;
