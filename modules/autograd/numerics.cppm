@@ -27,6 +27,18 @@ export namespace infini::numerics {
 bool checking() noexcept;
 void set_checking(bool on) noexcept;
 
+// Checking on for a scope, then as it was (process-wide, like set_checking).
+class CheckNumericsGuard {
+ public:
+  CheckNumericsGuard() : previous_(checking()) { set_checking(true); }
+  ~CheckNumericsGuard() { set_checking(previous_); }
+  CheckNumericsGuard(const CheckNumericsGuard&) = delete;
+  CheckNumericsGuard& operator=(const CheckNumericsGuard&) = delete;
+
+ private:
+  bool previous_;
+};
+
 // Statistics of a tensor: min, max, mean and root-mean-square over its finite elements (NaN
 // when it has none) and how many are NaN and infinite.
 struct Stats {

@@ -17,16 +17,6 @@ namespace {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-// Turns the checker on for one test.
-class Checking {
- public:
-  Checking() : previous_(numerics::checking()) { numerics::set_checking(true); }
-  ~Checking() { numerics::set_checking(previous_); }
-
- private:
-  bool previous_;
-};
-
 // The message of the Error `f` raises (op check_numerics); "" when it raises none.
 template <class F>
 std::string numerics_error(F&& f) {
@@ -71,7 +61,7 @@ TEST(Numerics, AllFiniteLooksAgainWhenTheSumOverflows) {
 }
 
 TEST(Numerics, ForwardNamesTheOpAndItsInputs) {
-  const Checking checking;
+  const numerics::CheckNumericsGuard checking;
   const Tensor x = from_vector<float>({-1, 1, 2}, {3}).requires_grad_();
   const std::string message = numerics_error([&] { log(x); });
   expect_contains(message, "check_numerics: op 'log' (forward) outside any module: output 0 is float32 [3]: ");
@@ -80,7 +70,7 @@ TEST(Numerics, ForwardNamesTheOpAndItsInputs) {
 }
 
 TEST(Numerics, ForwardChecksOpsThatRecordNoHistory) {
-  const Checking checking;
+  const numerics::CheckNumericsGuard checking;
   const Tensor a = from_vector<float>({1, std::numeric_limits<float>::infinity()}, {1, 2});
   const Tensor b = from_vector<float>({2, -std::numeric_limits<float>::infinity()}, {1, 2});
   const std::string message = numerics_error([&] { add(a, b); });
@@ -94,7 +84,7 @@ TEST(Numerics, ForwardChecksOpsThatRecordNoHistory) {
 }
 
 TEST(Numerics, BackwardNamesTheNodeTheForwardOpAndTheIncomingGradient) {
-  const Checking checking;
+  const numerics::CheckNumericsGuard checking;
   const Tensor x = from_vector<float>({0, 4}, {2}).requires_grad_();
   const Tensor y = sqrt(x);  // finite; its gradient 1 / (2 sqrt(x)) is not at 0
   const std::string message = numerics_error([&] { sum(y).backward(); });
@@ -104,7 +94,7 @@ TEST(Numerics, BackwardNamesTheNodeTheForwardOpAndTheIncomingGradient) {
 }
 
 TEST(Numerics, ModuleScopesNameTheInnermostModule) {
-  const Checking checking;
+  const numerics::CheckNumericsGuard checking;
   const std::string outer = "h.3", outer_type = "Block", inner = "h.3.mlp.c_fc", inner_type = "Linear", root = "",
                     root_type = "GPT2";
   EXPECT_EQ(numerics::current_module(), "");

@@ -17,16 +17,6 @@ import infini.nn;
 namespace infini::nn::numerics_module_test {
 namespace {
 
-// The checker on for one test.
-class Checking {
- public:
-  Checking() : previous_(numerics::checking()) { numerics::set_checking(true); }
-  ~Checking() { numerics::set_checking(previous_); }
-
- private:
-  bool previous_;
-};
-
 template <class F>
 std::string error_of(F&& f) {
   try {
@@ -57,7 +47,7 @@ TEST(NumericsModules, LabelsAreThePathsOfNamedModules) {
 // An infinite weight in block 1's q/k/v projection: the forward error names that Linear (not
 // the attention, block or model around it) and the op.
 TEST(NumericsModules, ForwardErrorNamesTheModulePath) {
-  const Checking checking;
+  const numerics::CheckNumericsGuard checking;
   GPT2 model(tiny());
   model->label_modules();
   {
@@ -88,7 +78,7 @@ class HolderImpl : public Module {
 };
 
 TEST(NumericsModules, BackwardErrorNamesWhereTheForwardRan) {
-  const Checking checking;
+  const numerics::CheckNumericsGuard checking;
   auto holder = std::make_shared<HolderImpl>();
   holder->label_modules();
   const Tensor x = from_vector<float>({0, 1}, {2}).requires_grad_();
