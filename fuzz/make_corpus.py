@@ -149,6 +149,24 @@ write("gpt2_bpe", "invalid_merge_not_a_token", pieces(enc_text, vocab + b"w o\n"
 del encoder["<|endoftext|>"]
 write("gpt2_bpe", "invalid_no_eot", pieces(json.dumps(encoder, ensure_ascii=False).encode(), vocab, b"x"))
 
+# ---- --profile's trace files: two ranks' files to merge ----
+reset("trace_merge")
+HEADER = b'{"displayTimeUnit": "ms", "traceEvents": [\n'
+FOOTER = b"\n]}\n"
+
+
+def trace(pid, events):
+    meta = b'{"ph": "M", "name": "process_name", "pid": %d, "args": {"name": "rank %d"}}' % (pid, pid)
+    return HEADER + b",\n".join([meta] + events) + FOOTER
+
+
+op = b'{"ph": "X", "name": "matmul", "cat": "op", "pid": 0, "tid": 0, "ts": 10, "dur": 5}'
+comm = b'{"ph": "b", "name": "all_reduce", "cat": "comm", "pid": 1, "tid": 0, "ts": 12, "id": "1.7", "args": {"bytes": 64}}'
+write("trace_merge", "valid_two_ranks", pieces(trace(0, [op]), trace(1, [comm])))
+write("trace_merge", "valid_metadata_only", pieces(trace(0, []), trace(1, [])))
+write("trace_merge", "invalid_overlap", pieces(trace(0, [op]), HEADER + b"]}\n"))
+write("trace_merge", "invalid_junk", pieces(trace(0, [op]), HEADER + b"junk" + FOOTER))
+
 # ---- the trainers' command line: arguments separated by NUL bytes ----
 reset("cli")
 for name, args in {

@@ -12,6 +12,8 @@ module;
 #include <system_error>
 #include <utility>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 module infini.tensor;
 
 namespace infini::trace {
@@ -118,10 +120,15 @@ void merge_chrome_files(const std::vector<std::filesystem::path>& inputs, const 
     std::ifstream in(inputs[i], std::ios::binary);
     if (!in) throw IOError("trace", "cannot read " + inputs[i].string());
     const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (!text.starts_with(kHeader) || !text.ends_with(kFooter))
+    // Header and footer apart (they share a newline) around events that are JSON values: the
+    // merged file is valid JSON whatever the inputs held.
+    const bool framed = text.size() >= kHeader.size() + kFooter.size() && text.starts_with(kHeader) &&
+                        text.ends_with(kFooter);
+    const std::string events = framed ? text.substr(kHeader.size(), text.size() - kHeader.size() - kFooter.size()) : "";
+    if (!framed || !nlohmann::json::accept("[" + events + "]"))
       throw IOError("trace", inputs[i].string() + " is not a trace file written by write_chrome_file");
     if (i > 0) merged += ",\n";
-    merged += text.substr(kHeader.size(), text.size() - kHeader.size() - kFooter.size());
+    merged += events;
   }
   merged += kFooter;
   write_atomically(output, merged);

@@ -123,6 +123,10 @@ void prepare_run(const TrainFlags& f) {
       throw Error("train", concat("--device cuda with --tensor_parallel ", f.tensor_parallel, " x --pipeline_parallel ",
                                   f.pipeline_parallel, ": multi-process CUDA training is not supported yet; train on one "
                                   "GPU without them, or use --device cpu"));
+    if (f.cuda_graph && (f.check_numerics || numerics::checking() || !f.dump_numerics.empty()))
+      throw Error("train", "--cuda_graph 1 with --check_numerics 1 (or INFINI_CHECK_NUMERICS=1) or --dump_numerics: "
+                           "they read outputs back to the host during the step, which a graph capture cannot; use "
+                           "them without the graph");
     if (cuda_device_count() == 0)
       throw Error("train", cuda_is_built() ? "--device cuda: no CUDA device is available; use --device cpu"
                                            : "--device cuda: no CUDA device: this build of Infini has no CUDA backend; "

@@ -76,6 +76,20 @@ TEST(Trace, ChromeFilesMergeWithTheirPidsAndEscapedNames) {
   std::ofstream(dir / "other.json") << "{}";
   EXPECT_THROW(trace::merge_chrome_files({dir / "rank_0.json", dir / "other.json"}, dir / "bad.json"), IOError);
   EXPECT_THROW(trace::merge_chrome_files({dir / "missing.json"}, dir / "bad.json"), IOError);
+  // Framed like one but not one: the header and footer sharing their newline (no events), and
+  // events that are not JSON. Merged, either would have made invalid JSON (trace_merge_fuzz).
+  const std::string header = "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n";
+  std::ofstream(dir / "overlap.json") << header << "]}\n";
+  std::ofstream(dir / "junk.json") << header << "{\"ph\": \"X\"}, junk\n]}\n";
+  for (const char* name : {"overlap.json", "junk.json"}) {
+    try {
+      trace::merge_chrome_files({dir / "rank_0.json", dir / name}, dir / "bad.json");
+      ADD_FAILURE() << name << " was merged";
+    } catch (const IOError& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string(name) + " is not a trace file written by write_chrome_file"),
+                std::string::npos) << e.what();
+    }
+  }
   EXPECT_FALSE(std::filesystem::exists(dir / "bad.json"));
   std::filesystem::remove_all(dir);
 }
