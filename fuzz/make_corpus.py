@@ -166,6 +166,8 @@ write("trace_merge", "valid_two_ranks", pieces(trace(0, [op]), trace(1, [comm]))
 write("trace_merge", "valid_metadata_only", pieces(trace(0, []), trace(1, [])))
 write("trace_merge", "invalid_overlap", pieces(trace(0, [op]), HEADER + b"]}\n"))
 write("trace_merge", "invalid_junk", pieces(trace(0, [op]), HEADER + b"junk" + FOOTER))
+# Found by trace_merge_fuzz: a NUL byte ended the JSON check's input, "]" passed as no events.
+write("trace_merge", "invalid_nul", pieces(trace(0, [op]), HEADER + b"]\0\0\0{\"ph\": 1}" + FOOTER))
 
 # ---- the trainers' command line: arguments separated by NUL bytes ----
 reset("cli")
