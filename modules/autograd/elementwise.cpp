@@ -57,7 +57,7 @@ struct BinarySaves {
 Tensor binary_fn(std::string_view name, BinaryOp op, const Tensor& a, const Tensor& b, BinarySaves saves,
                  BinaryGrad grad) {
   Tensor y = kernels::binary(op, a, b);
-  if (!any_needs_grad({a, b})) return unrecorded(name, {a, b}, y);
+  if (!any_needs_grad({a, b})) return unrecorded(name, a, b, y);
   const Tensor none;
   record(name, {a, b}, {y}, {saves.a ? a : none, saves.b ? b : none, saves.y ? y : none},
          [grad = std::move(grad), ia = OperandInfo(a), ib = OperandInfo(b)](const TensorList& g, const TensorList& s) {
@@ -321,7 +321,7 @@ Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> m
 
 Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
   Tensor y = kernels::where(condition, a, b);
-  if (!any_needs_grad({a, b})) return unrecorded("where", {a, b}, y);
+  if (!any_needs_grad({a, b})) return unrecorded("where", a, b, y);
   record("where", {a, b}, {y}, {condition},
          [ia = OperandInfo(a), ib = OperandInfo(b)](const TensorList& g, const TensorList& s) {
            if (!g[0].defined()) return TensorList{Tensor(), Tensor()};

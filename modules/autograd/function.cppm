@@ -72,10 +72,15 @@ std::shared_ptr<FunctionNode> record(std::string_view op, const TensorList& inpu
 // True when grad mode is on and some input requires grad.
 bool any_needs_grad(const TensorList& inputs);
 
-// `y`, the output of op `op` that records no history (no input needs grad): the precision
-// checker looks at it as record() looks at recorded outputs.
+// `y`, the output of op `op` on `inputs` that records no history (no input needs grad): the
+// precision checker looks at it as record() looks at recorded outputs. Nothing is copied
+// while the checker is off (this is the no-grad path of every binary op).
 inline Tensor unrecorded(std::string_view op, const TensorList& inputs, Tensor y) {
   if (numerics::checking()) numerics::check_forward(op, inputs, {y});
+  return y;
+}
+inline Tensor unrecorded(std::string_view op, const Tensor& a, const Tensor& b, Tensor y) {
+  if (numerics::checking()) numerics::check_forward(op, {a, b}, {y});
   return y;
 }
 

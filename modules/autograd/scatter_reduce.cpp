@@ -147,7 +147,7 @@ Tensor scatter_reduce(const Tensor& self, std::int64_t dim, const Tensor& index,
     throw DTypeError(kOp, "reduce \"mean\" is not supported for bool tensors");
   const Tensor idx = kernels::index_as_int64(kOp, index);
   Tensor y = forward(self, dim, idx, src, reduce, include_self);
-  if (!any_needs_grad({self, src})) return unrecorded(kOp, {self, src}, y);
+  if (!any_needs_grad({self, src})) return unrecorded(kOp, self, src, y);
   const bool reads_values = reduce == Reduce::Prod || reduce == Reduce::Amax || reduce == Reduce::Amin;
   const Tensor none;
   record(kOp, {self, src}, {y},

@@ -173,7 +173,6 @@ std::string format(const char* fmt, auto... values) {
   return text;
 }
 
-// A JSON number, or null for NaN and infinities (which JSON has no numbers for).
 // This process's resident memory (Linux: /proc/self/statm's second field, in pages); 0 where
 // it cannot be read.
 std::int64_t resident_bytes() {
@@ -183,6 +182,7 @@ std::int64_t resident_bytes() {
   return resident * static_cast<std::int64_t>(sysconf(_SC_PAGESIZE));
 }
 
+// A JSON number, or null for NaN and infinities (which JSON has no numbers for).
 std::string json_number(double value, const char* fmt = "%.7f") {
   return std::isfinite(value) ? format(fmt, value) : std::string("null");
 }
@@ -544,13 +544,13 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
     const auto autocast = forward_precision(f);
     return lm.logits_cached(tokens.to(device), cache).to(kFloat32);
   };
-  // Each clock reading below follows a wait for the device: times cover its work, not only
-  // the launches (validation, sampling and saving end by reading results back).
   // --check_numerics and --dump_numerics name modules by their paths in this rank's model.
   if (f.check_numerics) numerics::set_checking(true);
   std::optional<numerics::NumericsDump> dump;
   if (!f.dump_numerics.empty()) dump.emplace(f.dump_numerics, ranks.rank);
   if (numerics::checking() || dump) model.label_modules();  // checking: the flag or INFINI_CHECK_NUMERICS=1
+  // Each clock reading below follows a wait for the device: times cover its work, not only
+  // the launches (validation, sampling and saving end by reading results back).
   const std::int64_t first_step = state.step;
   int skipped_in_a_row = 0;  // steps with a non-finite loss or gradient norm
   for (std::int64_t step = first_step; step < f.num_iteration; ++step) {
