@@ -2,7 +2,8 @@
 // over MPI (CPU tensors) and NCCL (CUDA tensors), Work and its awaitable form, the flight
 // recorder, the dp x tp x pp layout, data parallelism (DistributedDataParallel) and tensor /
 // sequence parallelism (TensorParallel and its layers), pipeline schedules as coroutines and
-// their simulator, and the training plan that composes them for a model.
+// their simulator, the training plan that composes them for a model, and distributed
+// checkpoints that load under any layout.
 export module infini.parallel;
 export import infini.nn;
 export import :comm_error;
@@ -25,5 +26,7 @@ export import :pipeline_timeline;
 export import :pipeline_simulator;
 export import :pipeline_model;
 export import :pipeline_runner;
+export import :sharded_tensor;
+export import :distributed_checkpoint;
 export import :training_plan;
 import :backend;  // internal: the MPI and NCCL implementations

@@ -32,6 +32,8 @@ import :layout;
 import :ddp;
 import :tensor_parallel;
 import :pipeline_runner;
+import :sharded_tensor;
+import :distributed_checkpoint;
 
 export namespace infini::parallel {
 
@@ -47,6 +49,14 @@ struct OptimizedTensor {
   Tensor tensor, parameter;
 };
 using MakeOptimizer = std::function<std::unique_ptr<optim::Optimizer>(const std::vector<OptimizedTensor>& tensors)>;
+
+// State that every rank holds alike (an LR scheduler, RNG states), saved with the plan's in
+// one copy as "<name>/<key>".
+struct ReplicatedState {
+  std::string name;
+  std::function<StateDict()> save;
+  std::function<void(const StateDict&)> load;
+};
 
 struct PlanOptions {
   // 1 (ZeRO-1): optimizer state and averaged gradients sharded over dp; 2 (ZeRO-2): and the
@@ -116,6 +126,18 @@ class TrainingPlan {
   const Layout& layout() const { return layout_; }
   const ParallelGroups& groups() const { return groups_; }
   const PlanOptions& options() const { return options_; }
+  // This rank's model and optimizer state, and `extra`, as pieces of the whole model's
+  // tensors (for save_distributed_checkpoint): "model/<parameter>", "optimizer/<parameter>/
+  // <state>" (exp_avg, exp_avg_sq, step), "optimizer/param_groups.<g>.<option>",
+  // "grad_scaler/<key>" under loss scaling, "<extra name>/<key>". Names and chunks are the
+  // whole model's, so the checkpoint loads under any layout.
+  std::vector<ShardedTensor> sharded_state(const std::vector<ReplicatedState>& extra = {}) const;
+  // Collective over the world: loads a checkpoint sharded_state saved under any layout (and
+  // `extra`'s parts). Every rank reads all its pieces first; nothing is loaded on any rank
+  // unless every rank read all of its own (the others raise an Error naming the rank that
+  // could not). Optimizer state missing from the checkpoint (saved before a first step) is
+  // left as it is.
+  void load_sharded_state(const DistributedCheckpoint& checkpoint, const std::vector<ReplicatedState>& extra = {});
   // The whole model's parameter count (each tied parameter once, shards times their ranks).
   // Collective over the pipeline group.
   std::int64_t whole_model_parameters() const;
@@ -137,6 +159,15 @@ class TrainingPlan {
   Reducer* reducer() const;  // the data-parallel one (null when dp = 1)
   bool zero() const { return options_.zero_stage >= 1 && reducer() != nullptr; }
   std::vector<OptimizedTensor> optimized_tensors() const;
+  // Where each tensor the optimizer updates (in its numbering) lies in the whole model: the
+  // parameter's name, and the chunks (a tensor-parallel shard, or under ZeRO a flat range of
+  // one) with the tensor as local.
+  struct OptimizedPiece {
+    std::string name;
+    ShardedTensor layout;
+  };
+  std::vector<OptimizedPiece> optimized_pieces() const;
+  std::vector<ShardedTensor> model_state() const;  // "model/<name>", this rank's parameters and buffers
   Tensor forward_loss(const Tensor& idx, const Tensor& targets) const;  // the whole model's
   // Forward and backward of every micro-batch; returns the sum of their losses (on the last
   // stage under a pipeline).

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -78,9 +79,12 @@ void add_train_flags(CLI::App& app, TrainFlags& f) {
   app.add_option("--text_length", f.text_length, "tokens per generated sample");
   app.add_option("--top_k", f.top_k, "sampling: the k most likely tokens (0: all)");
   app.add_option("--temperature", f.temperature, "sampling temperature");
-  app.add_option("--save", f.save, "directory for checkpoints (the whole training state and an llm.c checkpoint)");
+  app.add_option("--save", f.save, "directory for checkpoints: each rank writes its pieces of the training state (checkpoint.json and "
+                 "shard-*.safetensors), and an llm.c checkpoint of the whole model");
   app.add_option("--save_interval", f.save_interval, "steps between checkpoints (0: at the end only)");
-  app.add_option("--load", f.load, "resume from this checkpoint directory");
+  app.add_option("--load", f.load,
+                 "resume from this checkpoint directory (saved by --save under any layout: other numbers of ranks, "
+                 "--tensor_parallel, --pipeline_parallel, --zero_stage)");
   app.add_option("--metrics_out", f.metrics_out, "JSON lines file, one object per step");
   app.add_option("--threads", f.threads, "OpenMP threads (0: the default)");
   app.add_option("--zero_stage", f.zero_stage,
@@ -303,54 +307,13 @@ Ranks join_world(const TrainFlags& f) {
   return ranks;
 }
 
-// Where this rank's training state lives inside checkpoint directory `dir`: replicated state
-// is DIR (written by rank 0); a tensor-parallel rank t's shards DIR/tp_rank_<t>, pipeline rank
-// p's state DIR/pp_rank_<p>_tp_rank_<t> (written by rank 0's replica); a ZeRO-1 rank r's
-// optimizer shard DIR/rank_<r> (every rank).
-std::filesystem::path state_dir(const std::string& dir, const Ranks& ranks, bool zero) {
-  if (zero) return std::filesystem::path(dir) / concat("rank_", ranks.rank);
-  if (ranks.layout.pp() > 1)
-    return std::filesystem::path(dir) / concat("pp_rank_", ranks.groups.coord.pp, "_tp_rank_", ranks.groups.coord.tp);
-  if (ranks.layout.tp() > 1) return std::filesystem::path(dir) / concat("tp_rank_", ranks.groups.coord.tp);
-  return dir;
-}
-
-// The metadata value `key` of a checkpoint ("1" for a layout size written before it was
-// recorded).
-std::string metadata(const io::Checkpoint& checkpoint, const std::string& key) {
-  if (checkpoint.metadata.contains(key)) return checkpoint.metadata.at(key);
-  return key == "zero_ranks" ? "?" : "1";
-}
-
-// Error unless --load holds the training state of this layout (the shards are not re-split).
-io::Checkpoint load_state(const std::string& load, const Ranks& ranks, bool zero) {
-  const std::filesystem::path dir = state_dir(load, ranks, zero);
-  const int tp = ranks.layout.tp();
-  if (!std::filesystem::exists(dir / "manifest.json")) {
-    if (!zero && tp == 1 && std::filesystem::exists(std::filesystem::path(load) / "rank_0"))
-      throw Error("train", concat("--load ", load, " holds a ZeRO-1 checkpoint (one shard per rank): resume it with "
-                                  "--zero_stage 1 (or 2) and its number of ranks"));
-    if (zero)
-      throw Error("train", concat("--load ", load, " has no ZeRO-1 shard for rank ", ranks.rank, " (", dir.string(),
-                                  "): it was written without --zero_stage 1 or 2, or by fewer ranks"));
-    throw Error("train", concat("--load ", load, " has no training state for this rank (", dir.string(), "): it was ",
-                                "written with another --zero_stage or --tensor_parallel; resume with the same, or start "
-                                "a new run from its llm.c checkpoint with --llmc_filepath"));
-  }
-  io::Checkpoint checkpoint = io::load_checkpoint(dir);
-  const std::pair<const char*, int> sizes[] = {{"tensor_parallel", tp},
-                                               {"pipeline_parallel", ranks.layout.pp()},
-                                               {"virtual_pipeline_parallel", ranks.layout.vpp()}};
-  for (const auto& [flag, size] : sizes)
-    if (metadata(checkpoint, flag) != std::to_string(size))
-      throw Error("train", concat("--load ", load, " was written with --", flag, " ", metadata(checkpoint, flag),
-                                  ", this run has ", size, "; resume with the same, or start a new run from its "
-                                  "llm.c checkpoint with --llmc_filepath"));
-  if (zero && metadata(checkpoint, "zero_ranks") != std::to_string(ranks.layout.dp()))
-    throw Error("train", concat("--load ", load, ": its ZeRO-1 shards were written by ", metadata(checkpoint, "zero_ranks"),
-                                " data-parallel ranks, this run has ", ranks.layout.dp(), "; resume with the same number "
-                                "(the optimizer state is not re-sharded)"));
-  return checkpoint;
+// The checkpoint in --load (written under any layout). Error naming the directory when it
+// holds none, or an older single-process or per-rank checkpoint.
+parallel::DistributedCheckpoint open_checkpoint(const std::string& load) {
+  if (!parallel::is_distributed_checkpoint(load))
+    throw Error("train", concat("--load ", load, " holds no checkpoint (no checkpoint.json; a save that did not ",
+                                "finish never writes one)"));
+  return parallel::DistributedCheckpoint(load);
 }
 
 // The pipeline's view of this rank's part.
@@ -421,7 +384,7 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
   const parallel::Layout& layout = ranks.layout;
   const std::string layout_name = layout.str() + (f.sequence_parallel ? " SP" : "");
   const std::int64_t B = f.batch_size, T = f.sequence_length, dp = layout.dp();
-  const bool zero = ranks.world && f.zero_stage >= 1;  // stages 1 and 2 save alike
+  const bool zero = ranks.world && f.zero_stage >= 1;  // ZeRO shards over data-parallel ranks
   if (f.sequence_parallel && layout.tp() == 1)
     throw Error("train", "--sequence_parallel 1 splits the sequence over the tensor-parallel ranks: it needs "
                          "--tensor_parallel > 1");
@@ -492,25 +455,32 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
   nn::Module& model = plan.module();
   parallel::PipelineRunner* const pipeline = plan.pipeline();
   auto schedule = make_schedule(plan.optimizer(), f);
-  io::TrainingState state;
-  state.add("model", model).add("optimizer", plan.optimizer()).add("scheduler", *schedule);
-  state.add_generator("rng", default_generator());
-  if (plan.scaler().is_enabled()) state.add("grad_scaler", plan.scaler());  // the scale resumes where it was
-  state.metadata["data_seed"] = std::to_string(f.seed);  // the batch order: a resumed run keeps its own
-  // See state_dir: where each rank writes and reads its training state.
-  if (zero) state.metadata["zero_ranks"] = std::to_string(dp);
-  state.metadata["tensor_parallel"] = std::to_string(layout.tp());
-  state.metadata["pipeline_parallel"] = std::to_string(layout.pp());
-  state.metadata["virtual_pipeline_parallel"] = std::to_string(layout.vpp());
+  // Saved with the model and optimizer: the schedule, and the default generator (rank 0's).
+  const std::vector<parallel::ReplicatedState> replicated_state = {
+      {"scheduler", [&] { return schedule->state_dict(); }, [&](const StateDict& s) { schedule->load_state_dict(s); }},
+      {"rng", [] { return io::generator_state_dict(default_generator()); },
+       [](const StateDict& s) { io::load_generator_state_dict(default_generator(), s); }}};
+  std::int64_t saved_step = 0;
+  // The batch order (a resumed run keeps its own) and the layout, informational.
+  std::map<std::string, std::string> run_metadata = {
+      {"data_seed", std::to_string(f.seed)}, {"layout", layout_name}, {"zero_stage", std::to_string(zero ? f.zero_stage : 0)}};
   if (!f.load.empty()) {
-    state.restore(load_state(f.load, ranks, zero));
-    if (ranks.main()) std::printf("resumed from %s at step %lld\n", f.load.c_str(), static_cast<long long>(state.step));
+    const parallel::DistributedCheckpoint checkpoint = open_checkpoint(f.load);
+    plan.load_sharded_state(checkpoint, replicated_state);
+    saved_step = checkpoint.step();
+    if (checkpoint.metadata().contains("data_seed")) run_metadata["data_seed"] = checkpoint.metadata().at("data_seed");
+    if (ranks.main())
+      std::printf("resumed from %s at step %lld (saved as %s)\n", f.load.c_str(), static_cast<long long>(saved_step),
+                  checkpoint.metadata().contains("layout") ? checkpoint.metadata().at("layout").c_str() : "?");
   }
-  const std::uint64_t data_seed = std::stoull(state.metadata.at("data_seed"));
+  const std::uint64_t data_seed = std::stoull(run_metadata.at("data_seed"));
   TokenBatches train_data(std::make_shared<llmc::TokenFile>(f.input_bin), T, f.shuffle, data_seed, lm.vocab_size);
-  auto save = [&] {
-    check_finite_weights(ranks, model, state.step - 1);
-    if (zero || ranks.main_replica()) io::save_checkpoint(state_dir(f.save, ranks, zero), state);
+  // Every rank writes its own pieces of the state (replicated ones once) into --save; the
+  // checkpoint appears only once every rank's are written. Then the llm.c export.
+  auto save = [&](std::int64_t step) {
+    check_finite_weights(ranks, model, step - 1);
+    parallel::save_distributed_checkpoint(f.save, step, plan.sharded_state(replicated_state), ranks.world,
+                                          {.metadata = run_metadata});
     if (!ranks.main_replica()) return;
     const std::filesystem::path llmc_path = std::filesystem::path(f.save) / lm.llmc_name;
     if (pipeline) {  // the stages' parts gathered on rank 0
@@ -520,7 +490,7 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
       lm.export_llmc(llmc_path, ranks.main());
     }
     if (!ranks.main()) return;
-    std::printf("saved step %lld to %s\n", static_cast<long long>(state.step), f.save.c_str());
+    std::printf("saved step %lld to %s\n", static_cast<long long>(step), f.save.c_str());
   };
 
   // The whole model's parameters, and this rank's own (its part, tensor-parallel shards).
@@ -551,7 +521,7 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
   if (numerics::checking() || dump) model.label_modules();  // checking: the flag or INFINI_CHECK_NUMERICS=1
   // Each clock reading below follows a wait for the device: times cover its work, not only
   // the launches (validation, sampling and saving end by reading results back).
-  const std::int64_t first_step = state.step;
+  const std::int64_t first_step = saved_step;
   int skipped_in_a_row = 0;  // steps with a non-finite loss or gradient norm
   for (std::int64_t step = first_step; step < f.num_iteration; ++step) {
     const auto start = Clock::now();
@@ -598,10 +568,10 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
                         static_cast<long long>(resident_bytes()), result.skipped ? "true" : "false"));
     skipped_in_a_row = result.non_finite ? skipped_in_a_row + 1 : 0;
     if (result.non_finite) check_non_finite(result, step, skipped_in_a_row, f, ranks.main());
-    state.step = step + 1;
-    const bool last = state.step == f.num_iteration;
-    const bool validate = val_data && f.val_loss_every > 0 && (state.step % f.val_loss_every == 0 || last);
-    const bool sample = f.sample_every > 0 && (state.step % f.sample_every == 0 || last);
+    const std::int64_t done = step + 1;  // steps taken
+    const bool last = done == f.num_iteration;
+    const bool validate = val_data && f.val_loss_every > 0 && (done % f.val_loss_every == 0 || last);
+    const bool sample = f.sample_every > 0 && (done % f.sample_every == 0 || last);
     // Validation and sampling run the whole model on every rank of the main replica (through
     // the stages under pipeline parallelism).
     if (ranks.main_replica() && validate) {
@@ -619,7 +589,7 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
                sample_rng, /*use_cache=*/!pipeline);
       if (ranks.main()) std::printf("---\n%s\n---\n", decode(tokenizer, {tokens.begin() + 1, tokens.end()}).c_str());
     }
-    if (!f.save.empty() && ((f.save_interval > 0 && state.step % f.save_interval == 0) || last)) save();
+    if (!f.save.empty() && ((f.save_interval > 0 && done % f.save_interval == 0) || last)) save(done);
   }
   if (!f.profile.empty()) write_profile(f.profile, ranks);
   const double mean_ms = timed_steps > 0 ? total_ms / static_cast<double>(timed_steps) : 0;
