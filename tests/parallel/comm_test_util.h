@@ -3,10 +3,14 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -50,6 +54,33 @@ inline void expect_near(const Tensor& actual, const Tensor& expected, double tol
   const Tensor a = actual.to(kFloat64).contiguous(), e = expected.to(kFloat64).contiguous();
   for (std::int64_t i = 0; i < a.numel(); ++i)
     ASSERT_NEAR(a.data_ptr<double>()[i], e.data_ptr<double>()[i], tolerance) << what << ", element " << i;
+}
+
+// Rank 0's process id (a name no other run uses at the same time).
+inline std::int64_t getpid_of_rank0(ProcessGroup& group) {
+  Tensor pid = full({1}, group.rank() == 0 ? static_cast<double>(::getpid()) : 0.0, {.dtype = kInt64});
+  group.broadcast(pid, 0).wait();
+  return pid.item<std::int64_t>();
+}
+
+// A new empty directory every rank of `group` sees (rank 0 makes it under the temporary
+// directory), or nothing on every rank when they do not share a filesystem (the multihost test's
+// fake hosts). Collective.
+inline std::optional<std::filesystem::path> shared_directory(ProcessGroup& group, const std::string& name) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / concat("infini_", name, "_", getpid_of_rank0(group));
+  if (group.rank() == 0) {
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    std::ofstream(dir / "marker") << "shared";
+  }
+  group.barrier().wait();
+  Tensor seen = full({1}, std::filesystem::exists(dir / "marker") ? 1 : 0, {.dtype = kInt64});
+  group.all_reduce(seen, {.op = ReduceOp::Min}).wait();
+  if (seen.item<std::int64_t>() == 0) return std::nullopt;
+  group.barrier().wait();  // every rank looked before the marker goes
+  if (group.rank() == 0) std::filesystem::remove(dir / "marker");
+  group.barrier().wait();
+  return dir;
 }
 
 }  // namespace infini::parallel::test
