@@ -27,7 +27,7 @@ using Clock = std::chrono::steady_clock;
 
 void add_train_flags(CLI::App& app, TrainFlags& f) {
   const CLI::IsMember boolean({"0", "1", "false", "true"});  // a bool option's values
-  app.add_option("--input_bin", f.input_bin, "training tokens (llm.c token file)")->required();
+  app.add_option("--input_bin", f.input_bin, "training tokens (llm.c token file); required unless --export_llmc");
   app.add_option("--input_val_bin", f.input_val_bin, "validation tokens (llm.c token file)");
   app.add_option("--tokenizer_bin", f.tokenizer_bin, "llm.c tokenizer file, to print generated text");
   app.add_option("--batch_size", f.batch_size, "sequences per micro-batch")->check(CLI::PositiveNumber);
@@ -81,10 +81,17 @@ void add_train_flags(CLI::App& app, TrainFlags& f) {
   app.add_option("--temperature", f.temperature, "sampling temperature");
   app.add_option("--save", f.save, "directory for checkpoints: each rank writes its pieces of the training state (checkpoint.json and "
                  "shard-*.safetensors), and an llm.c checkpoint of the whole model");
+  app.add_option("--async_save", f.async_save,
+                 "1: --save copies the state to host memory and writes its files on a background thread; the "
+                 "checkpoint is published once every rank's are written (training waits only for the copy)")
+      ->check(boolean);
   app.add_option("--save_interval", f.save_interval, "steps between checkpoints (0: at the end only)");
   app.add_option("--load", f.load,
                  "resume from this checkpoint directory (saved by --save under any layout: other numbers of ranks, "
                  "--tensor_parallel, --pipeline_parallel, --zero_stage)");
+  app.add_option("--export_llmc", f.export_llmc,
+                 "with --load: write the checkpoint's model as an llm.c checkpoint to this file and exit without "
+                 "training (the model flags must describe the saved model)");
   app.add_option("--metrics_out", f.metrics_out, "JSON lines file, one object per step");
   app.add_option("--threads", f.threads, "OpenMP threads (0: the default)");
   app.add_option("--zero_stage", f.zero_stage,
@@ -120,6 +127,9 @@ void add_train_flags(CLI::App& app, TrainFlags& f) {
 }
 
 void prepare_run(const TrainFlags& f) {
+  if (f.input_bin.empty() && f.export_llmc.empty()) throw Error("train", "--input_bin is required");
+  if (!f.export_llmc.empty() && f.load.empty())
+    throw Error("train", "--export_llmc writes the model of a checkpoint: it needs --load DIR");
   if (f.threads > 0) omp_set_num_threads(f.threads);
   manual_seed(f.seed);
   if (f.device == "cuda") {  // one process on cuda:0; --dtype bfloat16 / float16 autocast (forward_precision)
@@ -466,31 +476,61 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
       {"data_seed", std::to_string(f.seed)}, {"layout", layout_name}, {"zero_stage", std::to_string(zero ? f.zero_stage : 0)}};
   if (!f.load.empty()) {
     const parallel::DistributedCheckpoint checkpoint = open_checkpoint(f.load);
-    plan.load_sharded_state(checkpoint, replicated_state);
+    // --export_llmc needs only the model (the schedule may have been made for another run length).
+    plan.load_sharded_state(checkpoint, f.export_llmc.empty() ? replicated_state : std::vector<parallel::ReplicatedState>{});
     saved_step = checkpoint.step();
     if (checkpoint.metadata().contains("data_seed")) run_metadata["data_seed"] = checkpoint.metadata().at("data_seed");
     if (ranks.main())
       std::printf("resumed from %s at step %lld (saved as %s)\n", f.load.c_str(), static_cast<long long>(saved_step),
                   checkpoint.metadata().contains("layout") ? checkpoint.metadata().at("layout").c_str() : "?");
   }
-  const std::uint64_t data_seed = std::stoull(run_metadata.at("data_seed"));
-  TokenBatches train_data(std::make_shared<llmc::TokenFile>(f.input_bin), T, f.shuffle, data_seed, lm.vocab_size);
-  // Every rank writes its own pieces of the state (replicated ones once) into --save; the
-  // checkpoint appears only once every rank's are written. Then the llm.c export.
-  auto save = [&](std::int64_t step) {
-    check_finite_weights(ranks, model, step - 1);
-    parallel::save_distributed_checkpoint(f.save, step, plan.sharded_state(replicated_state), ranks.world,
-                                          {.metadata = run_metadata});
+  // The whole model as an llm.c checkpoint (written by rank 0; collective over its replica).
+  auto export_llmc = [&](const std::filesystem::path& path) {
     if (!ranks.main_replica()) return;
-    const std::filesystem::path llmc_path = std::filesystem::path(f.save) / lm.llmc_name;
     if (pipeline) {  // the stages' parts gathered on rank 0
       const nn::Named<Tensor> whole = pipeline->gather_parameters();
-      if (ranks.main()) lm.write_llmc(llmc_path, whole);
+      if (ranks.main()) lm.write_llmc(path, whole);
     } else {
-      lm.export_llmc(llmc_path, ranks.main());
+      lm.export_llmc(path, ranks.main());
     }
-    if (!ranks.main()) return;
-    std::printf("saved step %lld to %s\n", static_cast<long long>(step), f.save.c_str());
+  };
+  if (!f.export_llmc.empty()) {
+    export_llmc(f.export_llmc);
+    if (ranks.main()) std::printf("wrote step %lld's model to %s\n", static_cast<long long>(saved_step), f.export_llmc.c_str());
+    return 0;
+  }
+  // Every rank writes its own pieces of the state (replicated ones once) into --save; the
+  // checkpoint appears only once every rank's are written. With --async_save the files are
+  // written on a background thread and published at the first step boundary after they are
+  // all written (or before the next save, or at the end). Then the llm.c export.
+  const std::uint64_t data_seed = std::stoull(run_metadata.at("data_seed"));
+  TokenBatches train_data(std::make_shared<llmc::TokenFile>(f.input_bin), T, f.shuffle, data_seed, lm.vocab_size);
+  Metrics metrics(ranks.main() ? f.metrics_out : std::string());
+  std::optional<parallel::AsyncCheckpointSave> pending;
+  auto publish = [&] {
+    pending->commit();
+    if (ranks.main()) std::printf("saved step %lld to %s\n", static_cast<long long>(pending->step()), f.save.c_str());
+    pending.reset();
+  };
+  auto save = [&](std::int64_t step) {
+    check_finite_weights(ranks, model, step - 1);
+    if (pending) publish();
+    const auto start = Clock::now();
+    if (f.async_save) {
+      pending.emplace(f.save, step, plan.sharded_state(replicated_state), ranks.world,
+                      parallel::DistributedSaveOptions{.metadata = run_metadata});
+    } else {
+      parallel::save_distributed_checkpoint(f.save, step, plan.sharded_state(replicated_state), ranks.world,
+                                            {.metadata = run_metadata});
+    }
+    const double save_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+    const auto export_start = Clock::now();
+    export_llmc(std::filesystem::path(f.save) / lm.llmc_name);
+    const double export_ms = std::chrono::duration<double, std::milli>(Clock::now() - export_start).count();
+    // How long training waited for the checkpoint (with --async_save, for the host copy).
+    metrics.line(format("{\"step\": %lld, \"save_ms\": %.3f, \"export_ms\": %.3f, \"async\": %s}",
+                        static_cast<long long>(step), save_ms, export_ms, f.async_save ? "true" : "false"));
+    if (ranks.main() && !pending) std::printf("saved step %lld to %s\n", static_cast<long long>(step), f.save.c_str());
   };
 
   // The whole model's parameters, and this rank's own (its part, tensor-parallel shards).
@@ -504,7 +544,6 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
                 static_cast<long long>(micro_steps), static_cast<long long>(B), static_cast<long long>(T),
                 (device.str() + (f.cuda_graph ? " (CUDA graph)" : "")).c_str(), omp_get_max_threads(),
                 dp > 1 ? " per rank" : "");
-  Metrics metrics(ranks.main() ? f.metrics_out : std::string());
   double total_ms = 0, last_loss = 0;
   std::int64_t timed_steps = 0;
   Generator sample_rng(f.seed);
@@ -590,7 +629,9 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
       if (ranks.main()) std::printf("---\n%s\n---\n", decode(tokenizer, {tokens.begin() + 1, tokens.end()}).c_str());
     }
     if (!f.save.empty() && ((f.save_interval > 0 && done % f.save_interval == 0) || last)) save(done);
+    else if (pending && pending->written_everywhere()) publish();
   }
+  if (pending) publish();
   if (!f.profile.empty()) write_profile(f.profile, ranks);
   const double mean_ms = timed_steps > 0 ? total_ms / static_cast<double>(timed_steps) : 0;
   // Every rank's parameters and peak bytes (its part of the model under pipeline parallelism).

@@ -34,7 +34,9 @@ struct TrainFlags {
   std::int64_t val_loss_every = 0, val_batches = 20, sample_every = 0, text_length = 64, top_k = 40;
   double temperature = 1.0;
   std::string save, load, metrics_out;
+  std::string export_llmc;  // with --load: write its model as an llm.c file and exit
   std::int64_t save_interval = 0;
+  bool async_save = false;  // checkpoint files written on a background thread
   int threads = 0;
   // Steps in a row whose loss or gradient norm is not finite (each skipped on every rank)
   // before training stops with an error; 0: no guard (such updates are applied).
