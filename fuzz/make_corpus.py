@@ -122,6 +122,43 @@ write("checkpoint", "invalid_version", pieces(manifest(len(state), ["model", "op
 write("checkpoint", "invalid_tensors_name",
       pieces(manifest(len(state), ["model", "optimizer", "rng"], tensors="../state-0-0.safetensors"), state))
 
+# ---- distributed checkpoints: checkpoint.json + shard-0-0-0.safetensors ----
+def dcp_manifest(shard_bytes, tensors, **override):
+    m = {"format": "infini.distributed_checkpoint", "version": 1, "step": 2, "world_size": 1,
+         "metadata": {"layout": "DP=1 TP=1 PP=1"},
+         "files": [{"name": "shard-0-0-0.safetensors", "bytes": shard_bytes, "rank": 0}], "tensors": tensors}
+    m.update(override)
+    return json.dumps(m, indent=1).encode()
+
+
+def chunk(offsets, sizes, begin, end, name):
+    return {"offsets": offsets, "sizes": sizes, "begin": begin, "end": end, "file": 0, "name": name}
+
+
+reset("distributed_checkpoint")
+shard = safetensors({"w#0": ("F32", [4], floats(4)), "w#1": ("F32", [2], floats(2)),
+                     "s#0": ("I64", [1], struct.pack("<q", 3))})
+# w (2 x 3): rows 0-1 of columns 0-1 as one chunk, column 2 as another; s: a 0-d count.
+w = {"dtype": "float32", "shape": [2, 3], "chunks": [chunk([0, 0], [2, 2], 0, 4, "w#0"), chunk([0, 2], [2, 1], 0, 2, "w#1")]}
+s = {"dtype": "int64", "shape": [], "chunks": [chunk([], [], 0, 1, "s#0")]}
+write("distributed_checkpoint", "valid", pieces(dcp_manifest(len(shard), {"w": w, "s": s}), shard))
+# a flat range: elements 1-4 of the 2 x 2 box, then element 0 and column 2
+w_flat = {"dtype": "float32", "shape": [2, 3],
+          "chunks": [chunk([0, 0], [2, 2], 1, 4, "w#0"), chunk([0, 0], [1, 1], 0, 1, "w#1"), chunk([0, 2], [2, 1], 0, 2, "w#1")]}
+write("distributed_checkpoint", "invalid_flat_sizes", pieces(dcp_manifest(len(shard), {"w": w_flat, "s": s}), shard))
+write("distributed_checkpoint", "invalid_bytes", pieces(dcp_manifest(len(shard) + 1, {"w": w, "s": s}), shard))
+w_overlap = {"dtype": "float32", "shape": [2, 3],
+             "chunks": [chunk([0, 0], [2, 2], 0, 4, "w#0"), chunk([0, 1], [2, 1], 0, 2, "w#1")]}
+write("distributed_checkpoint", "invalid_overlap", pieces(dcp_manifest(len(shard), {"w": w_overlap, "s": s}), shard))
+w_outside = {"dtype": "float32", "shape": [2, 3],
+             "chunks": [chunk([0, 0], [2, 2], 0, 4, "w#0"), chunk([0, 3], [2, 1], 0, 2, "w#1")]}
+write("distributed_checkpoint", "invalid_outside", pieces(dcp_manifest(len(shard), {"w": w_outside, "s": s}), shard))
+write("distributed_checkpoint", "invalid_dtype",
+      pieces(dcp_manifest(len(shard), {"w": dict(w, dtype="float64"), "s": s}), shard))
+write("distributed_checkpoint", "invalid_file_name",
+      pieces(dcp_manifest(len(shard), {"w": w, "s": s},
+                          files=[{"name": "../shard-0-0-0.safetensors", "bytes": len(shard), "rank": 0}]), shard))
+
 # ---- GPT-2 BPE files: encoder.json + vocab.bpe + a text ----
 def byte_chars():
     bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("\xa1"), ord("\xac") + 1)) + list(range(ord("\xae"), ord("\xff") + 1))

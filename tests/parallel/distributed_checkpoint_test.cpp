@@ -5,12 +5,14 @@
 // naming the file and the tensor. Runs in a world of 1, 2 and 4.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -104,6 +106,28 @@ TEST(DistributedCheckpoint, PiecesSavedUnderOneSplitReadUnderAnother) {
   for (const fs::directory_entry& entry : fs::directory_iterator(*dir))
     shard_files += entry.path().filename().string().starts_with("shard-") ? 1 : 0;
   EXPECT_EQ(shard_files, n);
+  pg->barrier().wait();
+  if (r == 0) fs::remove_all(*dir);
+}
+
+// An asynchronous save copies the state when it starts: the tensors change while its thread
+// writes, and the checkpoint, published only by commit(), holds the values of the start.
+TEST(DistributedCheckpoint, AsyncSaveWritesTheStateOfItsStart) {
+  auto pg = world();
+  const int r = pg->rank(), n = pg->size();
+  const std::optional<fs::path> dir = shared_directory(*pg, "dcp_async");
+  if (!dir) GTEST_SKIP() << "the ranks share no filesystem";
+  const nn::ShardSpec rows{0, {12}};
+  Tensor mine = rows.shard(whole_grid(), r, n).contiguous();
+  AsyncCheckpointSave save(*dir, 4, {tensor_parallel_shard("grid", mine, rows, r, n)}, pg);
+  mine.fill_(99.0);  // training goes on while the thread writes
+  EXPECT_EQ(save.step(), 4);
+  while (!save.written_everywhere()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_FALSE(is_distributed_checkpoint(*dir)) << "published before commit()";
+  save.commit();
+  const DistributedCheckpoint checkpoint(*dir);
+  EXPECT_EQ(checkpoint.step(), 4);
+  expect_values(checkpoint.read({replicated("grid", empty({12, 8}))})[0], grid_value, "the grid as it was");
   pg->barrier().wait();
   if (r == 0) fs::remove_all(*dir);
 }
