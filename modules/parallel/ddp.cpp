@@ -8,13 +8,15 @@ module infini.parallel;
 namespace infini::parallel {
 namespace {
 
-// Rank 0's parameters and buffers everywhere.
-void broadcast_state(const nn::Module& module, ProcessGroup& group, const DDPOptions& options) {
+// Rank 0's parameters and buffers everywhere (before the reducer may shard them); returns the
+// parameters.
+std::vector<Tensor> broadcast_state(const nn::Module& module, ProcessGroup& group, const DDPOptions& options) {
   NoGradGuard no_grad;
   std::vector<Work> works;
   for (const auto& tensors : {module.parameters(), module.buffers()})
     for (const Tensor& t : tensors) works.push_back(group.broadcast(t, 0, {.timeout = options.timeout}));
   when_all(works).wait();
+  return module.parameters();
 }
 
 std::vector<std::string> names_of(const nn::Named<Tensor>& named) {
@@ -29,15 +31,15 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> mod
                                                  std::shared_ptr<ProcessGroup> group, DDPOptions options)
     : module_(module ? std::move(module) : throw Error("DistributedDataParallel", "expected a module, got nullptr")),
       group_(group ? std::move(group) : throw Error("DistributedDataParallel", "expected a process group, got nullptr")),
-      reducer_(module_->parameters(), names_of(module_->named_parameters()), group_,
+      reducer_(broadcast_state(*module_, *group_, options), names_of(module_->named_parameters()), group_,
                {.buckets = options.buckets,
                 .gradient_as_bucket_view = options.gradient_as_bucket_view,
                 .find_unused_parameters = options.find_unused_parameters,
                 .rebuild_buckets = options.rebuild_buckets,
                 .shard_gradients = options.shard_gradients,
                 .release_gradients = options.release_gradients,
-                .timeout = options.timeout}) {
-  broadcast_state(*module_, *group_, options);
-}
+                .shard_parameters = options.shard_parameters,
+                .timeout = options.timeout,
+                .bucket_groups = options.bucket_groups}) {}
 
 }  // namespace infini::parallel

@@ -13,6 +13,7 @@
 module;
 #include <memory>
 #include <optional>
+#include <vector>
 export module infini.parallel:ddp;
 import infini.nn;
 import :buckets;
@@ -29,6 +30,8 @@ struct DDPOptions {
   bool rebuild_buckets = true;
   bool shard_gradients = false;          // ZeRO-1; see ReducerOptions
   bool release_gradients = false;        // ZeRO-2, with shard_gradients; see ReducerOptions
+  bool shard_parameters = false;         // ZeRO-3, with release_gradients; see ReducerOptions
+  std::vector<int> bucket_groups = {};   // see ReducerOptions (ZeRO-3: a group per unit gathered at once)
   std::optional<Clock::duration> timeout = std::nullopt;
 };
 

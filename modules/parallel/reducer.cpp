@@ -29,6 +29,11 @@ struct Reducer::State : std::enable_shared_from_this<State> {
     std::int64_t numel = 0;
     Tensor incoming;
     bool drained = false;
+    // shard_parameters: this rank's block of `weights` in storage of its own; whether
+    // `weights` holds memory (gathered or being gathered), and the gather in flight.
+    Tensor shard;
+    bool gathered = true;
+    Work gathering;
   };
 
   std::vector<Tensor> params;
@@ -51,6 +56,7 @@ struct Reducer::State : std::enable_shared_from_this<State> {
   // shard_gradients: this rank's blocks as leaves, their parameters, and their gradients.
   std::vector<Tensor> pieces, piece_grads;
   std::vector<std::size_t> piece_owners;
+  std::vector<std::int64_t> piece_offsets;  // in their parameters
 
   std::string param_name(std::size_t i) const {
     return names.size() > i && !names[i].empty() ? concat("parameter '", names[i], "'") : concat("parameter ", i);
@@ -124,6 +130,7 @@ struct Reducer::State : std::enable_shared_from_this<State> {
   }
 
   // ZeRO-1: moves the bucket's parameters into its `weights` and makes this rank's pieces.
+  // ZeRO-3: the pieces live in `shard`, and `weights` is released.
   void shard(Bucket& b) {
     NoGradGuard no_grad;
     const std::int64_t length = b.buffer.numel() / group->size(), start = length * group->rank();
@@ -135,12 +142,24 @@ struct Reducer::State : std::enable_shared_from_this<State> {
       Tensor home = b.weights.narrow(0, offset, numel).view(params[i].shape());
       home.copy_(params[i]);
       params[i].set_data(home);
+    }
+    if (options.shard_parameters) b.shard = b.weights.narrow(0, start, length).clone();
+    const Tensor& owner = options.shard_parameters ? b.shard : b.weights;
+    const std::int64_t owner_start = options.shard_parameters ? start : 0;  // of `owner` in the bucket
+    for (std::size_t slot = 0; slot < b.params.size(); ++slot) {
+      const std::size_t i = b.params[slot];
+      const std::int64_t offset = b.offsets[slot], numel = params[i].numel();
       const std::int64_t lo = std::max(offset, start), hi = std::min(offset + numel, start + length);
       if (lo >= hi) continue;
       b.pieces.push_back(pieces.size());
-      pieces.push_back(b.weights.narrow(0, lo, hi - lo).detach().requires_grad_());
+      pieces.push_back(owner.narrow(0, lo - owner_start, hi - lo).detach().requires_grad_());
       piece_grads.push_back(b.block.narrow(0, lo - start, hi - lo));
       piece_owners.push_back(i);
+      piece_offsets.push_back(lo - offset);
+    }
+    if (options.shard_parameters) {
+      b.weights.storage().release_memory();
+      b.gathered = false;
     }
   }
 
@@ -335,6 +354,8 @@ Reducer::Reducer(std::vector<Tensor> params, std::vector<std::string> names, std
   if (options.release_gradients && !options.shard_gradients)
     throw Error("Reducer", "release_gradients (ZeRO-2) keeps only this rank's blocks of the gradients: it needs "
                            "shard_gradients");
+  if (options.shard_parameters && !options.release_gradients)
+    throw Error("Reducer", "shard_parameters (ZeRO-3) needs release_gradients and shard_gradients (ZeRO-2)");
   if (options.shard_gradients && options.gradient_as_bucket_view)
     throw Error("Reducer", "shard_gradients keeps only a block of each bucket's average: gradient_as_bucket_view "
                            "cannot apply");
@@ -400,6 +421,7 @@ std::int64_t Reducer::synchronized_backwards() const { return state_->backwards;
 
 const std::vector<Tensor>& Reducer::shard_pieces() const { return state_->pieces; }
 const std::vector<std::size_t>& Reducer::shard_owners() const { return state_->piece_owners; }
+const std::vector<std::int64_t>& Reducer::shard_offsets() const { return state_->piece_offsets; }
 
 double Reducer::sharded_grad_norm() const {
   const State& s = *state_;
@@ -419,6 +441,7 @@ Work Reducer::all_gather_parameters() {
   if (!s.options.shard_gradients) throw Error("Reducer::all_gather_parameters", "expected shard_gradients = true");
   NoGradGuard no_grad;
   std::vector<Work> works;
+  if (s.options.shard_parameters) return when_all(works);  // gathered when used
   for (const auto& b : s.buckets) {
     const std::int64_t length = b.block.numel();
     const Tensor mine = b.weights.narrow(0, length * s.group->rank(), length).clone();
@@ -426,5 +449,29 @@ Work Reducer::all_gather_parameters() {
   }
   return when_all(works);
 }
+
+Work Reducer::gather_bucket(std::size_t k) {
+  State& s = *state_;
+  if (!s.options.shard_parameters) throw Error("Reducer::gather_bucket", "expected shard_parameters = true");
+  auto& b = s.buckets.at(k);
+  if (b.gathered) return b.gathering;
+  b.weights.storage().reallocate();
+  b.gathering = s.group->all_gather(b.weights, b.shard, {.timeout = s.options.timeout});
+  b.gathered = true;
+  return b.gathering;
+}
+
+void Reducer::release_bucket(std::size_t k) {
+  State& s = *state_;
+  if (!s.options.shard_parameters) throw Error("Reducer::release_bucket", "expected shard_parameters = true");
+  auto& b = s.buckets.at(k);
+  if (!b.gathered) return;
+  if (b.gathering.state()) b.gathering.wait();  // the collective still writes into the weights
+  b.gathering = Work();
+  b.weights.storage().release_memory();
+  b.gathered = false;
+}
+
+bool Reducer::bucket_gathered(std::size_t k) const { return state_->buckets.at(k).gathered; }
 
 }  // namespace infini::parallel

@@ -60,6 +60,12 @@ struct ReducerOptions {
   // backward starts a new sum). With gradient accumulation keep every backward synchronised
   // (no no_sync): each micro-batch is reduce-scattered as its backward runs.
   bool release_gradients = false;
+  // ZeRO-3 (with release_gradients): the parameters are sharded too. This rank's block of each
+  // bucket's weights moves into storage of its own, behind shard_pieces() (which the optimizer
+  // updates), and the bucket's full weights are released: the parameters keep their shapes but
+  // hold memory only between gather_bucket(k) and release_bucket(k). all_gather_parameters()
+  // has nothing to do; the next gather reads the updated blocks.
+  bool shard_parameters = false;
   std::optional<Clock::duration> timeout = std::nullopt;  // of each all-reduce
   // The caller ends each synchronised step with finalize() instead of the backward pass's
   // end: for gradients accumulated over passes spread across a schedule (pipeline
@@ -112,11 +118,21 @@ class Reducer {
   // overlaps (1-d views of that parameter's storage), and the index of that parameter.
   const std::vector<Tensor>& shard_pieces() const;
   const std::vector<std::size_t>& shard_owners() const;
+  // shard_gradients: where each piece starts among its parameter's elements (flattened).
+  const std::vector<std::int64_t>& shard_offsets() const;
   // shard_gradients: the 2-norm of the whole averaged gradient, from every rank's blocks
   // (collective over the group).
   double sharded_grad_norm() const;
-  // shard_gradients: every rank's parameter blocks into every rank's parameters.
+  // shard_gradients: every rank's parameter blocks into every rank's parameters (nothing to do
+  // under shard_parameters).
   Work all_gather_parameters();
+  // shard_parameters: launches the all-gather of bucket k's weights (its parameters) from every
+  // rank's block; wait on the Work before reading them. When they are gathered or on their way,
+  // the Work of that gather (done or not).
+  Work gather_bucket(std::size_t k);
+  // shard_parameters: gives bucket k's full weights back (after its gather finished).
+  void release_bucket(std::size_t k);
+  bool bucket_gathered(std::size_t k) const;
 
  private:
   struct State;

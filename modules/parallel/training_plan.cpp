@@ -49,8 +49,11 @@ TrainingPlan::TrainingPlan(const Layout& layout, ParallelGroups groups, const Bu
       options_(std::move(options)),
       scaler_({.enabled = options_.loss_scaling}) {
   const PlanOptions& o = options_;
-  if (o.zero_stage < 0 || o.zero_stage > 2)
-    throw Error("TrainingPlan", concat("zero_stage ", o.zero_stage, ": expected 0, 1 or 2"));
+  if (o.zero_stage < 0 || o.zero_stage > 3)
+    throw Error("TrainingPlan", concat("zero_stage ", o.zero_stage, ": expected 0, 1, 2 or 3"));
+  if (o.zero_stage == 3 && layout_.pp() > 1)
+    throw Error("TrainingPlan", concat("zero_stage 3 (sharded parameters) with pipeline parallelism (pp ", layout_.pp(),
+                                       ") is not supported yet: use zero_stage 2, or pp 1"));
   if (!groups_.world && layout_.world_size() > 1)
     throw Error("TrainingPlan", concat("a layout of ", layout_.world_size(), " ranks (", layout_.str(),
                                        ") needs the groups of a world that size; got none"));
@@ -79,6 +82,8 @@ TrainingPlan::TrainingPlan(const Layout& layout, ParallelGroups groups, const Bu
     pipeline_ = std::make_unique<PipelineRunner>(
         model_, groups_, layout_, stage_blocks, o.schedule, o.micro_batches,
         PipelineOptions{.tp = tp_, .zero_stage = o.zero_stage, .checkpoint_blocks = o.checkpoint_blocks});
+  else if (layout_.dp() > 1 && o.zero_stage == 3)
+    shard_parameters();
   else if (layout_.dp() > 1)  // replicas start from rank 0's weights
     ddp_ = std::make_unique<DistributedDataParallel>(
         model_.module, groups_.dp,
@@ -96,6 +101,40 @@ TrainingPlan::TrainingPlan(const Layout& layout, ParallelGroups groups, const Bu
 
 TrainingPlan::~TrainingPlan() = default;
 
+void TrainingPlan::shard_parameters() {
+  // Each block one unit (its own buckets, however large), the rest (embedding, head) another.
+  const std::vector<Tensor> params = model_.module->parameters();
+  const int rest = static_cast<int>(model_.blocks.size());
+  std::vector<int> unit_of(params.size(), rest);
+  for (std::size_t b = 0; b < model_.blocks.size(); ++b)
+    for (const Tensor& p : model_.blocks[b]->parameters())
+      for (std::size_t i = 0; i < params.size(); ++i)
+        if (params[i].is_same(p)) unit_of[i] = static_cast<int>(b);
+  constexpr std::int64_t kWhole = std::int64_t{1} << 62;
+  ddp_ = std::make_unique<DistributedDataParallel>(
+      model_.module, groups_.dp,
+      DDPOptions{.buckets = {.first_bucket_bytes = kWhole, .bucket_bytes = kWhole},
+                 .shard_gradients = true,
+                 .release_gradients = true,
+                 .shard_parameters = true,
+                 .bucket_groups = unit_of});
+  units_ = std::make_unique<Units>();
+  units_->reducer = &ddp_->reducer();
+  units_->buckets.resize(static_cast<std::size_t>(rest) + 1);
+  const auto buckets = ddp_->reducer().buckets();
+  for (std::size_t k = 0; k < buckets.size(); ++k)
+    units_->buckets[static_cast<std::size_t>(unit_of[buckets[k].front()])].push_back(k);
+}
+
+TrainingPlan::GatheredParameters TrainingPlan::gather_parameters() const {
+  if (units_) units_->gather_all();
+  return GatheredParameters(this);
+}
+
+TrainingPlan::GatheredParameters::~GatheredParameters() {
+  if (plan_ && plan_->units_) plan_->units_->release_all();
+}
+
 Reducer* TrainingPlan::reducer() const {
   if (pipeline_) return pipeline_->reducer();
   return ddp_ ? &ddp_->reducer() : nullptr;
@@ -106,7 +145,7 @@ std::vector<OptimizedTensor> TrainingPlan::optimized_tensors() const {
   if (zero()) {
     const Reducer& r = *reducer();
     for (std::size_t k = 0; k < r.shard_pieces().size(); ++k)
-      tensors.push_back({r.shard_pieces()[k], r.parameters().at(r.shard_owners()[k])});
+      tensors.push_back({r.shard_pieces()[k], r.parameters().at(r.shard_owners()[k]), r.shard_offsets()[k]});
     return tensors;
   }
   // A pipeline's last stage leaves its copies of tied parameters to the first.
@@ -118,8 +157,39 @@ std::vector<OptimizedTensor> TrainingPlan::optimized_tensors() const {
 Tensor TrainingPlan::forward_loss(const Tensor& idx, const Tensor& targets) const {
   std::optional<AutocastGuard> autocast;  // the forward pass only
   if (options_.autocast) autocast.emplace(DeviceType::CUDA, *options_.autocast);
+  if (units_) return sharded_forward_loss(idx, targets);
   Tensor x = model_.embed(idx);
   for (const auto& block : model_.blocks) x = run_block(block, x, options_.checkpoint_blocks);
+  return model_.head_loss(x, targets);
+}
+
+Tensor TrainingPlan::sharded_forward_loss(const Tensor& idx, const Tensor& targets) const {
+  // Forward: block i gathered (block i + 1's gather launched meanwhile), run, released. With
+  // gradients, hooks on the activations do the same in backward: the gradient of block i's
+  // output arriving means its backward comes next (gather it, launch i - 1's); the gradient of
+  // its input, that its backward is done (release it). The rest stays gathered until the
+  // caller releases every unit (after the step's micro-batches, or the evaluation).
+  const Units* units = units_.get();
+  const std::size_t n = model_.blocks.size();
+  units->gather(n);
+  units->prefetch(0);
+  Tensor x = model_.embed(idx);
+  const bool backward = GradMode::is_enabled();
+  for (std::size_t i = 0; i < n; ++i) {
+    if (backward && x.requires_grad()) x.register_hook([units, i](const Tensor& grad) {
+      units->release(i);
+      return grad;
+    });
+    units->gather(i);
+    units->prefetch(i + 1);
+    x = run_block(model_.blocks[i], x, options_.checkpoint_blocks);
+    units->release(i);
+    if (backward && x.requires_grad()) x.register_hook([units, i](const Tensor& grad) {
+      units->gather(i);
+      if (i > 0) units->prefetch(i - 1);
+      return grad;
+    });
+  }
   return model_.head_loss(x, targets);
 }
 
@@ -155,6 +225,7 @@ double TrainingPlan::run_passes(const std::vector<data::Example>& micro_batches,
     synchronize(device);
     result.backward_ms += ms_since(backward_start);
   }
+  if (units_) units_->release_all();  // ZeRO-3: the rest, gathered through the micro-batches
   return loss_sum;
 }
 
@@ -253,6 +324,7 @@ double TrainingPlan::loss(const std::vector<data::Example>& batches) {
   double total = 0;
   for (const data::Example& batch : batches)
     total += forward_loss(batch.data.to(options_.device), batch.target.to(options_.device)).item<double>();
+  if (units_) units_->release_all();
   return total / static_cast<double>(batches.size());
 }
 

@@ -20,6 +20,7 @@
 //     schedule.step();
 //   }
 module;
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -32,6 +33,8 @@ import :layout;
 import :ddp;
 import :tensor_parallel;
 import :pipeline_runner;
+import :reducer;
+import :work;
 import :sharded_tensor;
 import :distributed_checkpoint;
 
@@ -47,6 +50,7 @@ using BuildModel = std::function<StagedModel(std::shared_ptr<TensorParallel> tp,
 // per-parameter rules such as weight decay follow `parameter`.
 struct OptimizedTensor {
   Tensor tensor, parameter;
+  std::int64_t offset = 0;  // where tensor starts among parameter's elements (a ZeRO piece)
 };
 using MakeOptimizer = std::function<std::unique_ptr<optim::Optimizer>(const std::vector<OptimizedTensor>& tensors)>;
 
@@ -61,7 +65,10 @@ struct ReplicatedState {
 struct PlanOptions {
   // 1 (ZeRO-1): optimizer state and averaged gradients sharded over dp; 2 (ZeRO-2): and the
   // full gradient never kept (each micro-batch's reduce-scattered as its backward runs; under
-  // a pipeline, each gradient pass's, with virtual stages its chunk's buckets).
+  // a pipeline, each gradient pass's, with virtual stages its chunk's buckets); 3 (ZeRO-3,
+  // FSDP): and the parameters, each block's all-gathered just before its forward (the next
+  // block's while it computes) and again before its backward, and released after each; the
+  // embedding and head stay gathered through a micro-batch. Not with pipeline parallelism.
   int zero_stage = 0;
   bool sequence_parallel = false;  // activations between tensor-parallel regions split along T
   std::string schedule = "1f1b";   // pipeline schedule (pp > 1): gpipe, 1f1b, interleaved, zb-h1
@@ -138,6 +145,22 @@ class TrainingPlan {
   // could not). Optimizer state missing from the checkpoint (saved before a first step) is
   // left as it is.
   void load_sharded_state(const DistributedCheckpoint& checkpoint, const std::vector<ReplicatedState>& extra = {});
+  // Under ZeRO-3 a parameter holds memory only while a pass uses it. While the returned object
+  // lives, every parameter of this rank's part is gathered, for code that reads them outside a
+  // step (sampling, an export, checks). Collective over the data-parallel group; nothing to do
+  // under the other stages.
+  class GatheredParameters {
+   public:
+    GatheredParameters(GatheredParameters&& other) noexcept : plan_(other.plan_) { other.plan_ = nullptr; }
+    GatheredParameters& operator=(GatheredParameters&&) = delete;
+    ~GatheredParameters();
+
+   private:
+    friend class TrainingPlan;
+    explicit GatheredParameters(const TrainingPlan* plan) : plan_(plan) {}
+    const TrainingPlan* plan_;
+  };
+  [[nodiscard]] GatheredParameters gather_parameters() const;
   // The whole model's parameter count (each tied parameter once, shards times their ranks).
   // Collective over the pipeline group.
   std::int64_t whole_model_parameters() const;
@@ -154,6 +177,32 @@ class TrainingPlan {
   std::unique_ptr<optim::Optimizer> optimizer_;
   optim::GradScaler scaler_;
   std::unique_ptr<Graph> graph_;  // cuda_graph
+  // ZeRO-3: the reducer's buckets of each unit gathered at once: block i's, then (last) the
+  // rest's (embedding, head).
+  struct Units {
+    Reducer* reducer = nullptr;
+    std::vector<std::vector<std::size_t>> buckets;
+    void prefetch(std::size_t unit) const {
+      if (unit < buckets.size())
+        for (const std::size_t k : buckets[unit]) reducer->gather_bucket(k);
+    }
+    void gather(std::size_t unit) const {
+      std::vector<Work> works;
+      for (const std::size_t k : buckets.at(unit)) works.push_back(reducer->gather_bucket(k));
+      when_all(works).wait();
+    }
+    void release(std::size_t unit) const {
+      for (const std::size_t k : buckets.at(unit)) reducer->release_bucket(k);
+    }
+    void gather_all() const {
+      for (std::size_t u = 0; u < buckets.size(); ++u) prefetch(u);
+      for (std::size_t u = 0; u < buckets.size(); ++u) gather(u);
+    }
+    void release_all() const {
+      for (std::size_t u = 0; u < buckets.size(); ++u) release(u);
+    }
+  };
+  std::unique_ptr<Units> units_;
   std::int64_t steps_ = 0;
 
   Reducer* reducer() const;  // the data-parallel one (null when dp = 1)
@@ -169,6 +218,8 @@ class TrainingPlan {
   std::vector<OptimizedPiece> optimized_pieces() const;
   std::vector<ShardedTensor> model_state() const;  // "model/<name>", this rank's parameters and buffers
   Tensor forward_loss(const Tensor& idx, const Tensor& targets) const;  // the whole model's
+  Tensor sharded_forward_loss(const Tensor& idx, const Tensor& targets) const;  // ZeRO-3's
+  void shard_parameters();  // ZeRO-3: DDP over sharded parameters, and the units
   // Forward and backward of every micro-batch; returns the sum of their losses (on the last
   // stage under a pipeline).
   double run_passes(const std::vector<data::Example>& micro_batches, StepResult& result);

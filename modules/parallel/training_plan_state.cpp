@@ -36,9 +36,18 @@ bool split_state_key(const std::string& key, std::size_t& index, std::string& fi
 
 std::vector<ShardedTensor> TrainingPlan::model_state() const {
   std::vector<ShardedTensor> state;
-  for (auto& [name, p] : model_.module->named_parameters())
-    state.push_back(tensor_parallel_shard("model/" + name, p.detach(), tp_ ? tp_->shard_spec(p) : nn::ShardSpec{},
-                                          groups_.coord.tp, layout_.tp()));
+  if (units_) {  // ZeRO-3: the parameters' values live in this rank's pieces
+    for (const OptimizedPiece& piece : optimized_pieces()) {
+      ShardedTensor s = piece.layout;
+      s.key = "model/" + piece.name;
+      s.local = s.local.detach();
+      state.push_back(std::move(s));
+    }
+  } else {
+    for (auto& [name, p] : model_.module->named_parameters())
+      state.push_back(tensor_parallel_shard("model/" + name, p.detach(), tp_ ? tp_->shard_spec(p) : nn::ShardSpec{},
+                                            groups_.coord.tp, layout_.tp()));
+  }
   for (auto& [name, b] : model_.module->named_buffers()) state.push_back(replicated("model/" + name, b.detach()));
   return state;
 }
@@ -127,8 +136,6 @@ void TrainingPlan::load_sharded_state(const DistributedCheckpoint& checkpoint, c
   for (int r = 0; r < world; ++r)
     if (ok.data_ptr<std::int64_t>()[r] == 0) throw read_failed(r, checkpoint);
 
-  StateDict model;
-  for (std::size_t i = 0; i < model_count; ++i) model[targets[i].key.substr(6)] = values[i];
   StateDict optimizer;
   std::size_t at = model_count;
   for (const std::string& key : optimizer_keys) optimizer[key] = values[at++];
@@ -144,7 +151,7 @@ void TrainingPlan::load_sharded_state(const DistributedCheckpoint& checkpoint, c
         from_vector(numbers, {static_cast<std::int64_t>(numbers.size())}, {.dtype = kInt64});
   }
   for (const auto& [key, value] : part_states[0]) optimizer[key] = value;
-  model_.module->load_state_dict(model);
+  for (std::size_t i = 0; i < model_count; ++i) Tensor(targets[i].local).copy_(values[i]);  // parameters or pieces
   optimizer_->load_state_dict(optimizer);
   for (std::size_t k = 1; k < parts.size(); ++k) parts[k].load(part_states[k]);
   if (pipeline_) pipeline_->share_tied_parameters();  // the last stage's copies, from the first
@@ -171,8 +178,7 @@ std::vector<TrainingPlan::OptimizedPiece> TrainingPlan::optimized_pieces() const
       pieces.push_back({found->first, found->second});
       continue;
     }
-    // A ZeRO piece: a 1-d view of the parameter's storage (both live in the bucket's buffer).
-    const std::int64_t begin = t->tensor.storage_offset() - t->parameter.storage_offset();
+    const std::int64_t begin = t->offset;  // a ZeRO piece
     pieces.push_back({found->first, flat_piece(found->second, found->first, t->tensor, begin, begin + t->tensor.numel())});
   }
   return pieces;

@@ -238,7 +238,24 @@ Storage Storage::allocate(std::int64_t nbytes, Device device) {
     storage.impl_->data = allocator.allocate(static_cast<std::size_t>(nbytes));
     storage.impl_->release = [&allocator](void* ptr) { allocator.deallocate(ptr); };
   }
+  storage.impl_->from_allocator = true;
   return storage;
+}
+
+void Storage::release_memory() const {
+  if (!impl_ || !impl_->data) return;
+  if (!impl_->from_allocator) throw Error("Storage.release_memory", "the memory of a from_blob storage is its owner's");
+  impl_->release(impl_->data);
+  impl_->data = nullptr;
+  impl_->release = nullptr;
+}
+
+void Storage::reallocate() const {
+  if (!impl_ || impl_->data || impl_->nbytes == 0) return;
+  if (!impl_->from_allocator) throw Error("Storage.reallocate", "the memory of a from_blob storage is its owner's");
+  DeviceAllocator& allocator = allocator_for(impl_->device);
+  impl_->data = allocator.allocate(static_cast<std::size_t>(impl_->nbytes));
+  impl_->release = [&allocator](void* ptr) { allocator.deallocate(ptr); };
 }
 
 Storage Storage::from_blob(void* data, std::int64_t nbytes, Device device, std::function<void(void*)> deleter) {

@@ -46,6 +46,13 @@ class Storage {
   std::int64_t nbytes() const noexcept { return impl_ ? impl_->nbytes : 0; }
   Device device() const noexcept { return impl_ ? impl_->device : Device::cpu(); }
   long use_count() const noexcept { return impl_.use_count(); }
+  // FSDP's storage resize, for every tensor over this storage at once: release_memory() gives
+  // the bytes back to the allocator (the tensors keep their shapes but must not be read or
+  // written), reallocate() takes nbytes() new, uninitialised ones. Both do nothing when there
+  // is nothing to do; Error for a storage from_blob wraps (its memory is not the allocator's).
+  void release_memory() const;
+  void reallocate() const;
+  bool resident() const noexcept { return impl_ && (impl_->data != nullptr || impl_->nbytes == 0); }
   bool is_same(const Storage& other) const noexcept { return impl_ == other.impl_; }
 
   // Bumped by every in-place write to any tensor over this storage; autograd compares it
@@ -62,6 +69,7 @@ class Storage {
     Device device;
     std::function<void(void*)> release;
     std::uint64_t version = 0;
+    bool from_allocator = false;
     ~Impl() {
       if (release) release(data);
     }

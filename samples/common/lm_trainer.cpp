@@ -96,8 +96,9 @@ void add_train_flags(CLI::App& app, TrainFlags& f) {
   app.add_option("--threads", f.threads, "OpenMP threads (0: the default)");
   app.add_option("--zero_stage", f.zero_stage,
                  "under mpirun: 1 shards the optimizer state over the data-parallel ranks (ZeRO-1), 2 the "
-                 "gradients too (ZeRO-2: each micro-batch's reduce-scattered, the full gradient never kept); with "
-                 "--tensor_parallel and --pipeline_parallel too; each rank saves its shard")->check(CLI::Range(0, 2));
+                 "gradients too (ZeRO-2: each micro-batch's reduce-scattered, the full gradient never kept), 3 the "
+                 "parameters too (ZeRO-3 / FSDP: each block all-gathered just before its forward and its backward, "
+                 "released after; not with --pipeline_parallel); each rank saves its shard")->check(CLI::Range(0, 3));
   app.add_option("--tensor_parallel", f.tensor_parallel,
                  "under mpirun: ranks each layer is split over (heads, MLP features, vocabulary); the data-parallel "
                  "size is the world size / this")->check(CLI::PositiveNumber);
@@ -351,10 +352,11 @@ std::vector<double> every_rank(const Ranks& ranks, double value) {
 
 // Error unless every parameter of every rank is finite (a collective): a checkpoint is never
 // written from NaN or infinite weights.
-void check_finite_weights(const Ranks& ranks, nn::Module& model, std::int64_t step) {
+void check_finite_weights(const Ranks& ranks, const parallel::TrainingPlan& plan, std::int64_t step) {
   NoGradGuard no_grad;
   std::string first_bad;
-  for (const auto& [name, p] : model.named_parameters())
+  const auto gathered = plan.gather_parameters();  // ZeRO-3: every rank's blocks
+  for (const auto& [name, p] : plan.module().named_parameters())
     if (first_bad.empty() && any(logical_or(isnan(p), isinf(p))).to(Device::cpu()).item<bool>()) first_bad = name;
   const std::vector<double> bad = every_rank(ranks, first_bad.empty() ? 0.0 : 1.0);
   for (std::size_t r = 0; r < bad.size(); ++r)
@@ -486,6 +488,7 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
   }
   // The whole model as an llm.c checkpoint (written by rank 0; collective over its replica).
   auto export_llmc = [&](const std::filesystem::path& path) {
+    const auto gathered = plan.gather_parameters();  // ZeRO-3: every rank's blocks
     if (!ranks.main_replica()) return;
     if (pipeline) {  // the stages' parts gathered on rank 0
       const nn::Named<Tensor> whole = pipeline->gather_parameters();
@@ -513,7 +516,7 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
     pending.reset();
   };
   auto save = [&](std::int64_t step) {
-    check_finite_weights(ranks, model, step - 1);
+    check_finite_weights(ranks, plan, step - 1);
     if (pending) publish();
     const auto start = Clock::now();
     if (f.async_save) {
@@ -613,13 +616,15 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
     const bool sample = f.sample_every > 0 && (done % f.sample_every == 0 || last);
     // Validation and sampling run the whole model on every rank of the main replica (through
     // the stages under pipeline parallelism).
-    if (ranks.main_replica() && validate) {
+    if ((ranks.main_replica() || f.zero_stage == 3) && validate) {  // ZeRO-3: a collective over dp
       model.eval();
       const double val_loss = plan.loss(validation_batches(*val_data, f));
       if (ranks.main()) std::printf("step %lld | val loss %.4f\n", static_cast<long long>(step), val_loss);
       metrics.line(format("{\"step\": %lld, \"val_loss\": %.7f}", static_cast<long long>(step), val_loss));
     }
-    // Every rank of the main replica samples the same tokens from the same whole logits.
+    // Every rank of the main replica samples the same tokens from the same whole logits (under
+    // ZeRO-3 from the parameters every data-parallel rank gathers).
+    const auto gathered = sample ? std::optional(plan.gather_parameters()) : std::nullopt;
     if (ranks.main_replica() && sample) {
       model.eval();
       const std::int64_t eot = tokenizer && tokenizer->eot_token ? *tokenizer->eot_token : lm.vocab_size - 1;

@@ -189,7 +189,8 @@ struct PlanLayout {
   std::string schedule = "1f1b";
 };
 std::vector<PlanLayout> plan_layouts(int world_size) {
-  std::vector<PlanLayout> layouts = {{1, 0, false}, {1, 1, false}, {1, 2, false}, {1, 0, true}};
+  std::vector<PlanLayout> layouts = {{1, 0, false}, {1, 1, false}, {1, 2, false}, {1, 0, true}, {1, 3, false},
+                                     {1, 3, true}};
   if (world_size % 2 == 0)
     layouts.insert(layouts.end(), {{2, 0, false}, {2, 1, false}, {2, 2, false}, {2, 1, true}, {2, 2, true, "zb-h1"}});
   return layouts;
@@ -243,10 +244,14 @@ TEST(TrainingPlan, UserModelTrainsLikeOneProcessUnderEveryLayout) {
       const StepResult result = plan.step(mine_batches);
       EXPECT_NEAR(result.loss, reference_loss, 1e-5) << name << ", step " << step;
       EXPECT_NEAR(result.grad_norm, reference_norm, 1e-5 * reference_norm) << name << ", step " << step;
-      if (zero_stage == 2 && dp > 1)  // ZeRO-2 keeps only the pieces' gradients
+      if (zero_stage >= 2 && dp > 1)  // ZeRO-2 and 3 keep only the pieces' gradients
         for (const Tensor& p : plan.module().parameters())
           EXPECT_FALSE(p.grad().defined() && !(pp > 1 && p.is_same(mine.embed->weight))) << name << ": a full gradient";
     }
+    // ZeRO-3: between steps no parameter holds memory; gathered, they hold the reference's values.
+    if (zero_stage == 3 && dp > 1)
+      for (const Tensor& p : plan.module().parameters()) EXPECT_FALSE(p.storage().resident()) << name;
+    const auto gathered = plan.gather_parameters();
     if (part.embed || part.head) expect_near(mine.embed->weight, reference.embed->weight, 1e-5, name + ": the table");
     for (const std::int64_t l : part.blocks) {
       const std::vector<Tensor> got = mine.blocks[static_cast<std::size_t>(l)]->parameters(),
@@ -337,7 +342,9 @@ TEST(TrainingPlan, CheckpointLoadsUnderAnotherLayout) {
   const std::optional<std::filesystem::path> dir = shared_directory(*pg, "plan_checkpoint");
   if (!dir) GTEST_SKIP() << "the ranks share no filesystem";
   std::vector<std::pair<PlanLayout, PlanLayout>> pairs = {{{1, 0, false}, {1, 0, false}}};
-  if (pg->size() >= 2) pairs = {{{1, 1, false}, {2, 0, false}}, {{2, 0, false}, {1, 2, false}}};
+  if (pg->size() >= 2)
+    pairs = {{{1, 1, false}, {2, 0, false}}, {{2, 0, false}, {1, 2, false}}, {{1, 3, false}, {2, 1, false}},
+             {{1, 2, false}, {1, 3, false}}};
   if (pg->size() == 4) pairs.push_back({{2, 1, false}, {1, 2, false}});  // dp2 x pp2 ZeRO-1 -> dp4 ZeRO-2
   const MakeOptimizer adam = [](const std::vector<OptimizedTensor>& tensors) {
     std::vector<Tensor> list;
@@ -385,7 +392,8 @@ TEST(TrainingPlan, CheckpointLoadsUnderAnotherLayout) {
       EXPECT_NEAR(b.loss, a.loss, 1e-5) << name << ", step " << s;
       EXPECT_NEAR(b.grad_norm, a.grad_norm, 1e-5 * a.grad_norm) << name << ", step " << s;
     }
-    // What both runs hold of the model on this rank.
+    // What both runs hold of the model on this rank (under ZeRO-3, gathered).
+    const auto saved_params = saved.plan->gather_parameters(), loaded_params = loaded.plan->gather_parameters();
     if ((saved.part.embed || saved.part.head) && (loaded.part.embed || loaded.part.head))
       expect_near(loaded.model.embed->weight, saved.model.embed->weight, 1e-5, name + ": the table");
     if (saved.part.head && loaded.part.head)
@@ -408,7 +416,10 @@ TEST(TrainingPlan, CheckpointLoadsUnderAnotherLayout) {
   pg->barrier().wait();
   Run fresh(11, last_to, pg, adam);
   std::vector<Tensor> before;
-  for (const Tensor& p : fresh.plan->module().parameters()) before.push_back(p.detach().clone());
+  {
+    const auto gathered = fresh.plan->gather_parameters();  // ZeRO-3 (the last pair's target)
+    for (const Tensor& p : fresh.plan->module().parameters()) before.push_back(p.detach().clone());
+  }
   try {
     fresh.plan->load_sharded_state(checkpoint);
     ADD_FAILURE() << "loaded a checkpoint without " << missing;
@@ -417,6 +428,7 @@ TEST(TrainingPlan, CheckpointLoadsUnderAnotherLayout) {
     EXPECT_TRUE(what.find(missing) != std::string::npos || what.find("could not read its part") != std::string::npos)
         << what;
   }
+  const auto gathered = fresh.plan->gather_parameters();
   const std::vector<Tensor> after = fresh.plan->module().parameters();
   for (std::size_t i = 0; i < after.size(); ++i)
     EXPECT_TRUE(same_bits(after[i], before[i])) << "parameter " << i << " changed on rank " << pg->rank();

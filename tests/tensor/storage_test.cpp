@@ -202,4 +202,26 @@ TEST(Storage, ThreadsAllocateAndFreeConcurrently) {
 
 }  // namespace
 
+// FSDP's storage resize: the bytes go back to the allocator and come again, for every tensor
+// over the storage; a from_blob storage refuses.
+TEST(Storage, ReleaseMemoryAndReallocate) {
+  const Tensor t = full({256, 4}, 2.0);
+  const Tensor view = t.narrow(0, 10, 5);
+  const std::int64_t before = memory_stats(Device::cpu()).allocated_bytes;
+  t.storage().release_memory();
+  EXPECT_FALSE(t.storage().resident());
+  EXPECT_EQ(memory_stats(Device::cpu()).allocated_bytes, before - 4096);
+  EXPECT_EQ(t.shape(), (Shape{256, 4}));
+  t.storage().release_memory();  // nothing to do
+  t.storage().reallocate();
+  EXPECT_TRUE(t.storage().resident());
+  EXPECT_EQ(memory_stats(Device::cpu()).allocated_bytes, before);
+  Tensor(view).fill_(3.0);
+  EXPECT_EQ(t.data_ptr<float>()[10 * 4], 3.0f) << "the view writes the new bytes";
+  EXPECT_EQ(t.storage().nbytes(), 4096);
+  float outside[4] = {};
+  const Storage blob = Storage::from_blob(outside, sizeof outside, Device::cpu());
+  EXPECT_THROW(blob.release_memory(), Error);
+}
+
 }  // namespace storage_test
