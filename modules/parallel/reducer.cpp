@@ -105,7 +105,8 @@ struct Reducer::State : std::enable_shared_from_this<State> {
       if (options.shard_gradients) total = (total + ranks - 1) / ranks * ranks;  // equal blocks
       b.numel = total;
       b.params = std::move(members);
-      allocate_buffer(b);
+      // release_gradients: a pass allocates the buffer; sharding moves one bucket at a time.
+      if (!options.release_gradients) allocate_buffer(b);
       made.push_back(std::move(b));
     }
     buckets = std::move(made);
@@ -116,8 +117,6 @@ struct Reducer::State : std::enable_shared_from_this<State> {
       }
     if (options.shard_gradients)
       for (Bucket& b : buckets) shard(b);
-    if (options.release_gradients)
-      for (Bucket& b : buckets) b.buffer = Tensor();
     // Gradients already held as views of the old buckets move into the new ones.
     if (options.gradient_as_bucket_view)
       for (std::size_t i = 0; i < params.size(); ++i)
@@ -133,9 +132,11 @@ struct Reducer::State : std::enable_shared_from_this<State> {
   // ZeRO-3: the pieces live in `shard`, and `weights` is released.
   void shard(Bucket& b) {
     NoGradGuard no_grad;
-    const std::int64_t length = b.buffer.numel() / group->size(), start = length * group->rank();
-    b.weights = zeros_like(b.buffer);
-    b.block = zeros({length}, TensorOptions{.dtype = b.buffer.dtype(), .device = b.buffer.device()});
+    const Tensor& first = params[b.params.front()];
+    const TensorOptions like{.dtype = first.dtype(), .device = first.device()};
+    const std::int64_t length = b.numel / group->size(), start = length * group->rank();
+    b.weights = zeros({b.numel}, like);
+    b.block = zeros({length}, like);
     for (std::size_t slot = 0; slot < b.params.size(); ++slot) {
       const std::size_t i = b.params[slot];
       const std::int64_t offset = b.offsets[slot], numel = params[i].numel();
