@@ -223,6 +223,19 @@ struct AsyncCheckpointSave::State {
   std::atomic<bool> written = false;  // set last (write_everywhere reads it while the thread runs)
 
   fs::path file_of(int r) const { return dir / concat(stem, "-", r, ".safetensors"); }
+  // Takes the save's arguments; rank 0 picks the file names' stem.
+  void begin(const fs::path& to, std::int64_t at_step, std::shared_ptr<ProcessGroup> by,
+             DistributedSaveOptions with) {
+    dir = to;
+    step = at_step;
+    group = std::move(by);
+    options = std::move(with);
+    rank = group ? group->rank() : 0;
+    world = group ? group->size() : 1;
+    std::error_code ec;
+    fs::create_directories(dir, ec);  // a failure shows when the files are written
+    if (rank == 0) stem = new_stem(dir, step);
+  }
   void write();
   void publish();
 };
@@ -373,15 +386,7 @@ AsyncCheckpointSave::AsyncCheckpointSave(const fs::path& dir, std::int64_t step,
                                          std::shared_ptr<ProcessGroup> group, DistributedSaveOptions options)
     : state_(std::make_unique<State>()) {
   State& s = *state_;
-  s.dir = dir;
-  s.step = step;
-  s.group = std::move(group);
-  s.options = std::move(options);
-  s.rank = s.group ? s.group->rank() : 0;
-  s.world = s.group ? s.group->size() : 1;
-  std::error_code ec;
-  fs::create_directories(dir, ec);  // a failure shows when the files are written
-  if (s.rank == 0) s.stem = new_stem(dir, step);
+  s.begin(dir, step, std::move(group), std::move(options));
   make_plan(s, tensors, /*copy_to_host=*/true);
   writer_ = std::thread([&s] {
     s.write();
@@ -408,15 +413,7 @@ void AsyncCheckpointSave::commit() {
 void save_distributed_checkpoint(const fs::path& dir, std::int64_t step, const std::vector<ShardedTensor>& tensors,
                                  const std::shared_ptr<ProcessGroup>& group, const DistributedSaveOptions& options) {
   AsyncCheckpointSave::State s;
-  s.dir = dir;
-  s.step = step;
-  s.group = group;
-  s.options = options;
-  s.rank = group ? group->rank() : 0;
-  s.world = group ? group->size() : 1;
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (s.rank == 0) s.stem = new_stem(dir, step);
+  s.begin(dir, step, group, options);
   make_plan(s, tensors, /*copy_to_host=*/false);
   s.write();
   s.publish();
