@@ -188,11 +188,19 @@ struct Reducer::State : std::enable_shared_from_this<State> {
       throw Error("Reducer", concat(param_name(i), " of bucket group ", group_of(i), " got a gradient in a pass "
                                     "synchronising group ", *pass_group, " only"));
     Bucket& bucket = buckets[bucket_of[i]];
+    const Tensor& g = params[i].grad();
+    // release_gradients: a bucket of one parameter needing no padding reduces the gradient itself.
+    const bool alias = options.release_gradients && bucket.params.size() == 1 && bucket.numel == params[i].numel() &&
+                       g.defined() && g.is_contiguous() && g.dtype() == params[i].dtype();
+    if (alias) bucket.buffer = g.detach().reshape({-1});
     if (!bucket.buffer.defined()) allocate_buffer(bucket);
     Tensor view = bucket_view(i);
-    const Tensor& g = params[i].grad();
-    if (!g.defined()) view.zero_();
-    else if (!(options.gradient_as_bucket_view && grad_is_view(i, view))) view.copy_(g);
+    if (alias) {
+    } else if (!g.defined()) {
+      view.zero_();
+    } else if (!(options.gradient_as_bucket_view && grad_is_view(i, view))) {
+      view.copy_(g);
+    }
     if (options.release_gradients) params[i].set_grad(Tensor());  // its bucket holds it now
     ready[i] = true;
     pass_order.push_back(i);

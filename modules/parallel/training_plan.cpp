@@ -103,13 +103,21 @@ TrainingPlan::~TrainingPlan() = default;
 
 void TrainingPlan::shard_parameters() {
   // Each block one unit (its own buckets, however large), the rest (embedding, head) another.
+  // Bucket groups: a block's, and one per parameter of the rest (the tied table alone in its
+  // bucket reduces its gradient without a copy).
   const std::vector<Tensor> params = model_.module->parameters();
   const int rest = static_cast<int>(model_.blocks.size());
-  std::vector<int> unit_of(params.size(), rest);
+  std::vector<int> unit_of(params.size(), -1);
   for (std::size_t b = 0; b < model_.blocks.size(); ++b)
     for (const Tensor& p : model_.blocks[b]->parameters())
       for (std::size_t i = 0; i < params.size(); ++i)
         if (params[i].is_same(p)) unit_of[i] = static_cast<int>(b);
+  std::vector<int> group_of = unit_of;
+  for (std::size_t i = 0, j = 0; i < params.size(); ++i)
+    if (unit_of[i] < 0) {
+      unit_of[i] = rest;
+      group_of[i] = rest + static_cast<int>(j++);
+    }
   constexpr std::int64_t kWhole = std::int64_t{1} << 62;
   ddp_ = std::make_unique<DistributedDataParallel>(
       model_.module, groups_.dp,
@@ -117,7 +125,7 @@ void TrainingPlan::shard_parameters() {
                  .shard_gradients = true,
                  .release_gradients = true,
                  .shard_parameters = true,
-                 .bucket_groups = unit_of});
+                 .bucket_groups = group_of});
   units_ = std::make_unique<Units>();
   units_->reducer = &ddp_->reducer();
   units_->buckets.resize(static_cast<std::size_t>(rest) + 1);
