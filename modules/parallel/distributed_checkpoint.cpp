@@ -75,9 +75,9 @@ std::vector<std::string> all_gather_text(const std::shared_ptr<ProcessGroup>& gr
 // Every rank's `values` (the same count on each), rank after rank.
 std::vector<std::int64_t> all_gather_integers(const std::shared_ptr<ProcessGroup>& group,
                                               const std::vector<std::int64_t>& values) {
-  const auto n = static_cast<std::int64_t>(values.size());
-  Tensor mine = from_vector(values, {n}, {.dtype = kInt64});
   if (!group || group->size() == 1) return values;
+  const auto n = static_cast<std::int64_t>(values.size());
+  const Tensor mine = from_vector(values, {n}, {.dtype = kInt64});
   Tensor all = zeros({group->size() * n}, TensorOptions{.dtype = kInt64});
   group->all_gather(all, mine).wait();
   return {all.data_ptr<std::int64_t>(), all.data_ptr<std::int64_t>() + all.numel()};

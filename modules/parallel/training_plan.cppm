@@ -216,7 +216,8 @@ class TrainingPlan {
     ShardedTensor layout;
   };
   std::vector<OptimizedPiece> optimized_pieces() const;
-  std::vector<ShardedTensor> model_state() const;  // "model/<name>", this rank's parameters and buffers
+  // "model/<name>": this rank's parameters (under ZeRO-3 its `pieces` of them) and buffers.
+  std::vector<ShardedTensor> model_state(const std::vector<OptimizedPiece>& pieces) const;
   Tensor forward_loss(const Tensor& idx, const Tensor& targets) const;  // the whole model's
   Tensor sharded_forward_loss(const Tensor& idx, const Tensor& targets) const;  // ZeRO-3's
   void shard_parameters();  // ZeRO-3: DDP over sharded parameters, and the units

@@ -34,10 +34,10 @@ bool split_state_key(const std::string& key, std::size_t& index, std::string& fi
 
 }  // namespace
 
-std::vector<ShardedTensor> TrainingPlan::model_state() const {
+std::vector<ShardedTensor> TrainingPlan::model_state(const std::vector<OptimizedPiece>& pieces) const {
   std::vector<ShardedTensor> state;
   if (units_) {  // ZeRO-3: the parameters' values live in this rank's pieces
-    for (const OptimizedPiece& piece : optimized_pieces()) {
+    for (const OptimizedPiece& piece : pieces) {
       ShardedTensor s = piece.layout;
       s.key = "model/" + piece.name;
       s.local = s.local.detach();
@@ -54,8 +54,8 @@ std::vector<ShardedTensor> TrainingPlan::model_state() const {
 
 std::vector<ShardedTensor> TrainingPlan::sharded_state(const std::vector<ReplicatedState>& extra) const {
   NoGradGuard no_grad;
-  std::vector<ShardedTensor> state = model_state();
   const std::vector<OptimizedPiece> pieces = optimized_pieces();
+  std::vector<ShardedTensor> state = model_state(pieces);
   for (const auto& [key, value] : optimizer_->state_dict()) {
     std::size_t index = 0;
     std::string field;
@@ -85,9 +85,9 @@ void TrainingPlan::load_sharded_state(const DistributedCheckpoint& checkpoint, c
   NoGradGuard no_grad;
   // The targets: the model's, the optimizer state the checkpoint has for each optimized
   // tensor, the optimizer's options and the replicated parts.
-  std::vector<ShardedTensor> targets = model_state();
-  const std::size_t model_count = targets.size();
   const std::vector<OptimizedPiece> pieces = optimized_pieces();
+  std::vector<ShardedTensor> targets = model_state(pieces);
+  const std::size_t model_count = targets.size();
   std::vector<std::string> optimizer_keys;  // the optimizer's state-dict key of each target after the model's
   for (std::size_t i = 0; i < pieces.size(); ++i) {
     const std::string prefix = concat("optimizer/", pieces[i].name, "/");
