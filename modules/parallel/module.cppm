@@ -25,6 +25,7 @@ export import :pipeline_stage;
 export import :pipeline_timeline;
 export import :pipeline_simulator;
 export import :pipeline_model;
+export import :parameter_units;
 export import :pipeline_runner;
 export import :sharded_tensor;
 export import :distributed_checkpoint;

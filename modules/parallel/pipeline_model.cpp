@@ -52,6 +52,11 @@ Tensor run_block(const std::shared_ptr<nn::Module>& block, const Tensor& x, bool
   return autograd::checkpoint([block](const Tensor& t) { return (*block)(t); }, x);
 }
 
+Tensor PipelineModel::run_block(int b, const Tensor& x) const {
+  if (block_runner) return block_runner(b, x);
+  return parallel::run_block(blocks.at(static_cast<std::size_t>(b)), x, checkpoint_blocks);
+}
+
 Tensor pipeline_forward(ProcessGroup& group, const PipelineShape& shape, const PipelineModel& model,
                         const std::vector<std::pair<int, int>>& blocks_of_virtual_stage, const Tensor& idx,
                         const std::function<Tensor(const Tensor& x)>& last) {
@@ -65,7 +70,7 @@ Tensor pipeline_forward(ProcessGroup& group, const PipelineShape& shape, const P
   for (int s = rank; s <= final_stage; s += shape.stages) {
     Tensor x = s == 0 ? model.embed(idx) : TensorReceive(group, (s - 1) % shape.stages, kTag + s).wait();
     const auto [first, end] = blocks_of_virtual_stage.at(static_cast<std::size_t>(s));
-    for (int b = first; b < end; ++b) x = run_block(model.blocks.at(static_cast<std::size_t>(b)), x, model.checkpoint_blocks);
+    for (int b = first; b < end; ++b) x = model.run_block(b, x);
     if (s == final_stage)
       result = last(x);
     else
@@ -143,7 +148,7 @@ Task ModelStage::forward(int micro, int chunk) {
     x = saved.input;
   }
   for (int b = blocks_[static_cast<std::size_t>(s)].first; b < blocks_[static_cast<std::size_t>(s)].second; ++b)
-    x = run_block(model_.blocks[static_cast<std::size_t>(b)], x, model_.checkpoint_blocks);
+    x = model_.run_block(b, x);
   if (s == shape_.last_virtual_stage()) {
     saved.output = model_.head_loss(x, batches_[static_cast<std::size_t>(micro)].target);
     loss_sum_ += saved.output.item<double>();
@@ -186,7 +191,15 @@ Task ModelStage::backward_weight(int micro, int chunk) {
   checker_.check(PipelineOp::BackwardWeight, micro, chunk);
   const trace::Span span(concat("W ", micro, ".", chunk), "pipeline");
   Saved& saved = saved_.at({micro, chunk});
-  gradient_pass(chunk, [&] { autograd::backward_weight(saved.deferred); });
+  const auto [first, end] = blocks_[static_cast<std::size_t>(shape_.virtual_stage(rank_, chunk))];
+  if (model_.around_weight_pass) model_.around_weight_pass(first, end, true);
+  try {
+    gradient_pass(chunk, [&] { autograd::backward_weight(saved.deferred); });
+  } catch (...) {
+    if (model_.around_weight_pass) model_.around_weight_pass(first, end, false);
+    throw;
+  }
+  if (model_.around_weight_pass) model_.around_weight_pass(first, end, false);
   saved_.erase({micro, chunk});
   co_return;
 }

@@ -61,8 +61,8 @@ PipelineRunner::PipelineRunner(StagedModel model, ParallelGroups groups, const L
       schedule_(schedule_by_name(schedule)),
       blocks_(std::move(blocks_of_virtual_stage)) {
   check_schedule_shape(schedule, shape_);
-  if (options.zero_stage < 0 || options.zero_stage > 2)
-    throw Error("PipelineRunner", concat("zero_stage ", options.zero_stage, ": expected 0, 1 or 2"));
+  if (options.zero_stage < 0 || options.zero_stage > 3)
+    throw Error("PipelineRunner", concat("zero_stage ", options.zero_stage, ": expected 0, 1, 2 or 3"));
   simulate_pipeline(schedule_, shape_, {});  // the dry run: every call valid, nothing left waiting
   const nn::ModelPart expected = stage_part(shape_, groups_.coord.pp, blocks_);
   if (staged_.part.blocks != expected.blocks || staged_.part.embed != expected.embed ||
@@ -82,16 +82,64 @@ PipelineRunner::PipelineRunner(StagedModel model, ParallelGroups groups, const L
     for (const auto& [name, p] : staged_.module->named_parameters())
       if (!holds_tied_copy(p)) names.push_back(name);
     // ZeRO-2 with virtual stages: a gradient pass has one chunk's gradients, so each chunk's
-    // parameters get buckets of their own, reduce-scattered by that chunk's passes.
-    const bool by_chunk = zero_stage_ == 2 && shape_.virtual_stages > 1;
+    // parameters get buckets of their own, reduce-scattered by that chunk's passes. ZeRO-3:
+    // each block's parameters one bucket, each of the rest's its own (assign_units), and a
+    // pass reduces its chunk's.
+    const bool by_chunk = zero_stage_ >= 2 && shape_.virtual_stages > 1;
+    const std::vector<int> chunk_of = chunk_of_parameters();
+    UnitAssignment units;
+    if (zero_stage_ == 3) units = assign_units(trained_parameters(), staged_.blocks);
+    std::vector<int> groups = zero_stage_ == 3 ? units.group_of : by_chunk ? chunk_of : std::vector<int>{};
+    if (by_chunk) {
+      pass_groups_.resize(static_cast<std::size_t>(shape_.virtual_stages));
+      for (std::size_t i = 0; i < groups.size(); ++i) {
+        std::vector<int>& list = pass_groups_.at(static_cast<std::size_t>(chunk_of[i]));
+        if (std::ranges::find(list, groups[i]) == list.end()) list.push_back(groups[i]);
+      }
+    }
+    constexpr std::int64_t kWhole = std::int64_t{1} << 62;  // ZeRO-3: a bucket per group
+    const BucketOptions buckets = zero_stage_ == 3 ? BucketOptions{.first_bucket_bytes = kWhole, .bucket_bytes = kWhole}
+                                                   : BucketOptions{};
     reducer_ = std::make_unique<Reducer>(trained_parameters(), std::move(names), groups_.dp,
-                                         ReducerOptions{.shard_gradients = zero_stage_ >= 1,
-                                                        .release_gradients = zero_stage_ == 2,
+                                         ReducerOptions{.buckets = buckets,
+                                                        .shard_gradients = zero_stage_ >= 1,
+                                                        .release_gradients = zero_stage_ >= 2,
+                                                        .shard_parameters = zero_stage_ == 3,
                                                         .finalize_explicitly = true,
-                                                        .bucket_groups = by_chunk ? chunk_of_parameters()
-                                                                                  : std::vector<int>{}});
+                                                        .bucket_groups = std::move(groups)});
     reducer_->set_sync(false);
+    if (zero_stage_ == 3) shard_blocks(units);
   }
+}
+
+void PipelineRunner::shard_blocks(const UnitAssignment& assignment) {
+  // Block staged_.blocks[i] (part.blocks[i] of the whole model) is unit i; the next and previous
+  // ones are prefetched when they are this rank's and of the same chunk (consecutive).
+  units_ = std::make_unique<ParameterUnits>(*reducer_, assignment);
+  std::vector<int> local(static_cast<std::size_t>(staged_.num_blocks), -1);  // whole-model index -> unit
+  for (std::size_t i = 0; i < staged_.part.blocks.size(); ++i)
+    local.at(static_cast<std::size_t>(staged_.part.blocks[i])) = static_cast<int>(i);
+  model_.block_runner = [units = units_.get(), local, blocks = staged_.blocks,
+                         checkpoint = model_.checkpoint_blocks](int b, const Tensor& x) {
+    const auto unit_at = [&](int block) -> std::optional<std::size_t> {
+      if (block < 0 || block >= static_cast<int>(local.size()) || local[static_cast<std::size_t>(block)] < 0)
+        return std::nullopt;
+      return static_cast<std::size_t>(local[static_cast<std::size_t>(block)]);
+    };
+    const std::size_t unit = *unit_at(b);
+    return units->run_block(unit, blocks[unit], x, checkpoint, unit_at(b + 1), unit_at(b - 1));
+  };
+  model_.around_weight_pass = [units = units_.get(), local](int first, int end, bool before) {
+    for (int b = first; b < end; ++b) {
+      const auto unit = static_cast<std::size_t>(local.at(static_cast<std::size_t>(b)));
+      if (before)
+        units->prefetch(unit);
+      else
+        units->release(unit);
+    }
+    if (before)
+      for (int b = first; b < end; ++b) units->gather(static_cast<std::size_t>(local.at(static_cast<std::size_t>(b))));
+  };
 }
 
 double PipelineRunner::step(const std::vector<data::Example>& micro_batches) {
@@ -99,9 +147,9 @@ double PipelineRunner::step(const std::vector<data::Example>& micro_batches) {
   // cool-down), under ZeRO-2 in every pass, each reduce-scattered as it ends (with virtual
   // stages, the pass's chunk's buckets only).
   ModelStage::AroundGradients around;
-  if (reducer_ && zero_stage_ == 2)
-    around = [reducer = reducer_.get(), by_chunk = shape_.virtual_stages > 1](int chunk, bool, bool before) {
-      reducer->set_sync(before, by_chunk ? std::optional(chunk) : std::nullopt);
+  if (reducer_ && zero_stage_ >= 2)
+    around = [reducer = reducer_.get(), &pass_groups = pass_groups_](int chunk, bool, bool before) {
+      reducer->set_sync(before, pass_groups.empty() ? std::vector<int>{} : pass_groups.at(static_cast<std::size_t>(chunk)));
       if (!before) reducer->finalize();
     };
   else if (reducer_)
@@ -110,7 +158,9 @@ double PipelineRunner::step(const std::vector<data::Example>& micro_batches) {
     };
   ModelStage stage(groups_.pp, shape_, model_, blocks_, micro_batches,
                    1.0 / static_cast<double>(shape_.micro_batches), std::move(around));
+  if (units_) units_->gather(units_->rest());  // ZeRO-3: through the step's passes
   run(run_step(schedule_, stage));
+  if (units_) units_->release_all();
   return stage.loss_sum();
 }
 
@@ -150,7 +200,7 @@ void PipelineRunner::finish_gradients() {
   if (reducer_) reducer_->finalize();
   if (!embedding_group_) return;  // rank 0 of it is the first stage
   for (const Tensor& p : staged_.tied_parameters) {
-    const bool released = zero_stage_ == 2 && reducer_ && !holds_tied_copy(p);  // in the pieces
+    const bool released = zero_stage_ >= 2 && reducer_ && !holds_tied_copy(p);  // in the pieces
     if (!released && !p.grad().defined())
       throw Error("PipelineRunner", concat("a tied parameter of shape ", p.shape(), " has no gradient on pipeline rank ",
                                            groups_.coord.pp, " after the step"));
@@ -177,15 +227,16 @@ void PipelineRunner::add_tied_gradient_to_pieces(const Tensor& p) {
   const std::vector<Tensor>& pieces = reducer_->shard_pieces();
   for (std::size_t k = 0; k < pieces.size(); ++k) {
     if (!reducer_->parameters().at(reducer_->shard_owners()[k]).is_same(p)) continue;
-    const std::int64_t offset = pieces[k].storage_offset() - p.storage_offset();  // both views of a bucket
-    kernels::accumulate_(pieces[k].grad(), flat.narrow(0, offset, pieces[k].numel()));
+    kernels::accumulate_(pieces[k].grad(), flat.narrow(0, reducer_->shard_offsets()[k], pieces[k].numel()));
   }
 }
 
 void PipelineRunner::share_tied_parameters() {
   NoGradGuard no_grad;
-  if (embedding_group_)
-    for (const Tensor& p : staged_.tied_parameters) embedding_group_->broadcast(p, 0).wait();
+  if (!embedding_group_) return;
+  if (units_ && groups_.coord.pp == 0) units_->gather(units_->rest());  // ZeRO-3: the updated table
+  for (const Tensor& p : staged_.tied_parameters) embedding_group_->broadcast(p, 0).wait();
+  if (units_) units_->release_all();
 }
 
 double PipelineRunner::grad_norm() const {
@@ -200,6 +251,7 @@ double PipelineRunner::grad_norm() const {
 }
 
 double PipelineRunner::loss(const std::vector<data::Example>& batches) const {
+  if (units_) units_->gather(units_->rest());  // ZeRO-3 (the blocks: each as it runs)
   double total = 0;
   for (const data::Example& batch : batches) {
     // The loss on the last stage: the targets go there (every rank has the batch).
@@ -209,13 +261,16 @@ double PipelineRunner::loss(const std::vector<data::Example>& batches) const {
   }
   Tensor sum_over_stages = full({1}, total, TensorOptions{.dtype = kFloat64});  // nonzero on the last stage only
   groups_.pp->all_reduce(sum_over_stages).wait();
+  if (units_) units_->release_all();
   return sum_over_stages.item<double>() / static_cast<double>(batches.size());
 }
 
 Tensor PipelineRunner::logits(const Tensor& idx) const {
   std::optional<nn::SequenceParallelPause> pause;  // every position on every rank
   if (tp_) pause.emplace(*tp_, true);
+  if (units_) units_->gather(units_->rest());  // ZeRO-3 (the blocks: each as it runs)
   const Tensor out = pipeline_forward(*groups_.pp, shape_, model_, blocks_, idx, staged_.logits);
+  if (units_) units_->release_all();
   const int last = shape_.last_virtual_stage() % shape_.stages;
   constexpr int kTag = (1 << 30) - 1;
   if (groups_.coord.pp == last) {
@@ -228,6 +283,10 @@ Tensor PipelineRunner::logits(const Tensor& idx) const {
 
 nn::Named<Tensor> PipelineRunner::gather_parameters() const {
   NoGradGuard no_grad;
+  if (units_) units_->hold_all();  // ZeRO-3: every rank's blocks of them
+  const std::shared_ptr<void> drop_hold(nullptr, [units = units_.get()](void*) {
+    if (units) units->drop_hold();
+  });
   nn::Named<Tensor> whole;  // this rank's part, whole tensors (gathered over its tensor-parallel group)
   for (const auto& [name, p] : staged_.module->named_parameters()) {
     const nn::ShardSpec spec = tp_ ? tp_->shard_spec(p) : nn::ShardSpec{};

@@ -31,6 +31,7 @@ import :layout;
 import :pipeline_stage;
 import :pipeline_model;
 import :reducer;
+import :parameter_units;
 import :tensor_parallel;
 
 export namespace infini::parallel {
@@ -58,7 +59,9 @@ struct PipelineOptions {
   // shard_pieces() are what this rank's optimizer updates, and after the update
   // reducer()->all_gather_parameters() shares them. 2: ZeRO-2 (release_gradients), each
   // gradient pass reduce-scattered as it ends (interleaved: each chunk's parameters in
-  // buckets of their own, reduce-scattered by that chunk's passes).
+  // buckets of their own, reduce-scattered by that chunk's passes). 3: ZeRO-3, and the
+  // parameters sharded too (units(): each block gathered around its passes, the rest through
+  // the step).
   int zero_stage = 0;
   // Activation checkpointing of every block (under zb-h1 a recomputed block's weight
   // gradients wait for the weight pass, as the block's own would).
@@ -89,6 +92,8 @@ class PipelineRunner {
   void finish_gradients();
   // The data-parallel reducer over trained_parameters() (null when dp = 1).
   Reducer* reducer() const { return reducer_.get(); }
+  // ZeRO-3 (dp > 1): the units of trained_parameters() (null otherwise).
+  ParameterUnits* units() const { return units_.get(); }
   // After the optimizer's update: the first stage's tied parameters into the last stage's
   // copies. Collective over the first and last pipeline rank.
   void share_tied_parameters();
@@ -112,6 +117,8 @@ class PipelineRunner {
  private:
   // The chunk (0 .. virtual_stages - 1) of each of trained_parameters().
   std::vector<int> chunk_of_parameters() const;
+  // ZeRO-3: the units and the blocks run through them.
+  void shard_blocks(const UnitAssignment& assignment);
   StagedModel staged_;
   ParallelGroups groups_;
   std::shared_ptr<TensorParallel> tp_;
@@ -124,6 +131,9 @@ class PipelineRunner {
   // The data-parallel average of trained_parameters() (dp > 1), launched bucket by bucket
   // during each chunk's last gradient pass and finished by finish_gradients.
   std::unique_ptr<Reducer> reducer_;
+  std::unique_ptr<ParameterUnits> units_;
+  // The bucket groups each chunk's gradient passes reduce (empty: every group).
+  std::vector<std::vector<int>> pass_groups_;
   // Whether p is this rank's copy of a tied parameter that the first stage owns.
   bool holds_tied_copy(const Tensor& p) const;
   // shard_gradients, on the first stage: the last stage's averaged gradient of tied parameter

@@ -13,6 +13,12 @@ module infini.parallel;
 
 namespace infini::parallel {
 
+namespace {
+
+std::vector<std::int64_t> numbers(const std::vector<int>& groups) { return {groups.begin(), groups.end()}; }  // printable
+
+}  // namespace
+
 struct Reducer::State : std::enable_shared_from_this<State> {
   struct Bucket {
     std::vector<std::size_t> params;
@@ -41,7 +47,7 @@ struct Reducer::State : std::enable_shared_from_this<State> {
   std::shared_ptr<ProcessGroup> group;
   ReducerOptions options;
   bool sync = true;
-  std::optional<int> pass_group;  // set_sync's group: the only buckets of the coming passes
+  std::vector<int> pass_groups;  // set_sync's groups: the only buckets of the coming passes (empty: all)
 
   std::vector<Bucket> buckets;
   std::vector<std::size_t> bucket_of, slot_of;  // parameter -> its bucket and place in it
@@ -77,7 +83,9 @@ struct Reducer::State : std::enable_shared_from_this<State> {
   int group_of(std::size_t i) const { return options.bucket_groups.empty() ? 0 : options.bucket_groups[i]; }
 
   // Whether bucket k takes part in the synchronised pass (all do without a pass group).
-  bool in_pass(std::size_t k) const { return !pass_group || group_of_bucket[k] == *pass_group; }
+  bool in_pass(std::size_t k) const {
+    return pass_groups.empty() || std::ranges::find(pass_groups, group_of_bucket[k]) != pass_groups.end();
+  }
 
   // assign_buckets' buckets, each cut where the parameters' group changes.
   std::vector<std::vector<std::size_t>> grouped_buckets(const std::vector<std::size_t>& order) const {
@@ -186,7 +194,7 @@ struct Reducer::State : std::enable_shared_from_this<State> {
   void mark_ready(std::size_t i) {
     if (!in_pass(bucket_of[i]))
       throw Error("Reducer", concat(param_name(i), " of bucket group ", group_of(i), " got a gradient in a pass "
-                                    "synchronising group ", *pass_group, " only"));
+                                    "synchronising group", pass_groups.size() > 1 ? "s " : " ", numbers(pass_groups), " only"));
     Bucket& bucket = buckets[bucket_of[i]];
     const Tensor& g = params[i].grad();
     // release_gradients: a bucket of one parameter needing no padding reduces the gradient itself.
@@ -400,14 +408,14 @@ Reducer::~Reducer() = default;
 const std::vector<Tensor>& Reducer::parameters() const { return state_->params; }
 const std::shared_ptr<ProcessGroup>& Reducer::group() const { return state_->group; }
 
-void Reducer::set_sync(bool sync, std::optional<int> group) {
+void Reducer::set_sync(bool sync, std::vector<int> groups) {
   State& s = *state_;
-  if (group && s.options.bucket_groups.empty())
-    throw Error("Reducer::set_sync", concat("group ", *group, " given, but the reducer has no bucket_groups"));
-  if (s.in_backward && group != s.pass_group)
+  if (!groups.empty() && s.options.bucket_groups.empty())
+    throw Error("Reducer::set_sync", concat("groups ", numbers(groups), " given, but the reducer has no bucket_groups"));
+  if (s.in_backward && groups != s.pass_groups)
     throw Error("Reducer::set_sync", "the pass group changes only between synchronised steps (after finalize)");
   s.sync = sync;
-  s.pass_group = group;
+  s.pass_groups = std::move(groups);
 }
 
 void Reducer::finalize() {

@@ -72,7 +72,7 @@ struct ReducerOptions {
   // micro-batches), where a bucket's parameters get their last gradients in different passes.
   // The caller turns sync on only around each parameter's last accumulation of the step.
   bool finalize_explicitly = false;
-  // Empty, or a group number per parameter: buckets never mix groups, and set_sync(true, g)
+  // Empty, or a group number per parameter: buckets never mix groups, and set_sync(true, {g})
   // limits the synchronised passes that follow to group g's buckets (the others are neither
   // launched nor finalized, and keep their sums). ZeRO-2 under an interleaved pipeline: one
   // group per model chunk, each gradient pass reduce-scattering its own chunk's buckets.
@@ -93,10 +93,10 @@ class Reducer {
   const std::vector<Tensor>& parameters() const;
   const std::shared_ptr<ProcessGroup>& group() const;
 
-  // Whether backward passes average gradients (false: accumulate locally only); with a group
-  // (bucket_groups), only that group's parameters get gradients in those passes, and only its
-  // buckets are averaged.
-  void set_sync(bool sync, std::optional<int> group = std::nullopt);
+  // Whether backward passes average gradients (false: accumulate locally only); with groups
+  // (of bucket_groups), only those groups' parameters get gradients in those passes, and only
+  // their buckets are averaged.
+  void set_sync(bool sync, std::vector<int> groups = {});
   bool sync() const;
   // finalize_explicitly: after the step's last synchronised pass, launches what is left,
   // waits, and writes the averages back (as the end of a synchronised backward does

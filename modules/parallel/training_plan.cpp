@@ -51,9 +51,6 @@ TrainingPlan::TrainingPlan(const Layout& layout, ParallelGroups groups, const Bu
   const PlanOptions& o = options_;
   if (o.zero_stage < 0 || o.zero_stage > 3)
     throw Error("TrainingPlan", concat("zero_stage ", o.zero_stage, ": expected 0, 1, 2 or 3"));
-  if (o.zero_stage == 3 && layout_.pp() > 1)
-    throw Error("TrainingPlan", concat("zero_stage 3 (sharded parameters) with pipeline parallelism (pp ", layout_.pp(),
-                                       ") is not supported yet: use zero_stage 2, or pp 1"));
   if (!groups_.world && layout_.world_size() > 1)
     throw Error("TrainingPlan", concat("a layout of ", layout_.world_size(), " ranks (", layout_.str(),
                                        ") needs the groups of a world that size; got none"));
@@ -102,22 +99,8 @@ TrainingPlan::TrainingPlan(const Layout& layout, ParallelGroups groups, const Bu
 TrainingPlan::~TrainingPlan() = default;
 
 void TrainingPlan::shard_parameters() {
-  // Each block one unit (its own buckets, however large), the rest (embedding, head) another.
-  // Bucket groups: a block's, and one per parameter of the rest (the tied table alone in its
-  // bucket reduces its gradient without a copy).
-  const std::vector<Tensor> params = model_.module->parameters();
-  const int rest = static_cast<int>(model_.blocks.size());
-  std::vector<int> unit_of(params.size(), -1);
-  for (std::size_t b = 0; b < model_.blocks.size(); ++b)
-    for (const Tensor& p : model_.blocks[b]->parameters())
-      for (std::size_t i = 0; i < params.size(); ++i)
-        if (params[i].is_same(p)) unit_of[i] = static_cast<int>(b);
-  std::vector<int> group_of = unit_of;
-  for (std::size_t i = 0, j = 0; i < params.size(); ++i)
-    if (unit_of[i] < 0) {
-      unit_of[i] = rest;
-      group_of[i] = rest + static_cast<int>(j++);
-    }
+  // Each block one unit (one bucket, however large), the rest (embedding, head) another.
+  const UnitAssignment units = assign_units(model_.module->parameters(), model_.blocks);
   constexpr std::int64_t kWhole = std::int64_t{1} << 62;
   ddp_ = std::make_unique<DistributedDataParallel>(
       model_.module, groups_.dp,
@@ -125,28 +108,25 @@ void TrainingPlan::shard_parameters() {
                  .shard_gradients = true,
                  .release_gradients = true,
                  .shard_parameters = true,
-                 .bucket_groups = group_of});
-  units_ = std::make_unique<Units>();
-  units_->reducer = &ddp_->reducer();
-  units_->buckets.resize(static_cast<std::size_t>(rest) + 1);
-  const auto buckets = ddp_->reducer().buckets();
-  for (std::size_t k = 0; k < buckets.size(); ++k)
-    units_->buckets[static_cast<std::size_t>(unit_of[buckets[k].front()])].push_back(k);
+                 .bucket_groups = units.group_of});
+  units_ = std::make_unique<ParameterUnits>(ddp_->reducer(), units);
 }
 
 TrainingPlan::GatheredParameters TrainingPlan::gather_parameters() const {
-  if (units_) units_->gather_all();
+  if (units()) units()->hold_all();
   return GatheredParameters(this);
 }
 
 TrainingPlan::GatheredParameters::~GatheredParameters() {
-  if (plan_ && plan_->units_) plan_->units_->release_all();
+  if (plan_ && plan_->units()) plan_->units()->drop_hold();
 }
 
 Reducer* TrainingPlan::reducer() const {
   if (pipeline_) return pipeline_->reducer();
   return ddp_ ? &ddp_->reducer() : nullptr;
 }
+
+ParameterUnits* TrainingPlan::units() const { return pipeline_ ? pipeline_->units() : units_.get(); }
 
 std::vector<OptimizedTensor> TrainingPlan::optimized_tensors() const {
   std::vector<OptimizedTensor> tensors;
@@ -172,32 +152,16 @@ Tensor TrainingPlan::forward_loss(const Tensor& idx, const Tensor& targets) cons
 }
 
 Tensor TrainingPlan::sharded_forward_loss(const Tensor& idx, const Tensor& targets) const {
-  // Forward: block i gathered (block i + 1's gather launched meanwhile), run, released. With
-  // gradients, hooks on the activations do the same in backward: the gradient of block i's
-  // output arriving means its backward comes next (gather it, launch i - 1's); the gradient of
-  // its input, that its backward is done (release it). The rest stays gathered until the
-  // caller releases every unit (after the step's micro-batches, or the evaluation).
-  const Units* units = units_.get();
+  // Each block gathered around its forward and its backward (ParameterUnits::run_block). The
+  // rest stays gathered until the caller releases every unit (after the step's micro-batches,
+  // or the evaluation).
   const std::size_t n = model_.blocks.size();
-  units->gather(n);
-  units->prefetch(0);
+  units_->gather(units_->rest());
+  units_->prefetch(0);
   Tensor x = model_.embed(idx);
-  const bool backward = GradMode::is_enabled();
-  for (std::size_t i = 0; i < n; ++i) {
-    if (backward && x.requires_grad()) x.register_hook([units, i](const Tensor& grad) {
-      units->release(i);
-      return grad;
-    });
-    units->gather(i);
-    units->prefetch(i + 1);
-    x = run_block(model_.blocks[i], x, options_.checkpoint_blocks);
-    units->release(i);
-    if (backward && x.requires_grad()) x.register_hook([units, i](const Tensor& grad) {
-      units->gather(i);
-      if (i > 0) units->prefetch(i - 1);
-      return grad;
-    });
-  }
+  for (std::size_t i = 0; i < n; ++i)
+    x = units_->run_block(i, model_.blocks[i], x, options_.checkpoint_blocks,
+                          i + 1 < n ? std::optional(i + 1) : std::nullopt, i > 0 ? std::optional(i - 1) : std::nullopt);
   return model_.head_loss(x, targets);
 }
 

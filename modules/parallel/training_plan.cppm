@@ -34,6 +34,7 @@ import :ddp;
 import :tensor_parallel;
 import :pipeline_runner;
 import :reducer;
+import :parameter_units;
 import :work;
 import :sharded_tensor;
 import :distributed_checkpoint;
@@ -68,7 +69,8 @@ struct PlanOptions {
   // a pipeline, each gradient pass's, with virtual stages its chunk's buckets); 3 (ZeRO-3,
   // FSDP): and the parameters, each block's all-gathered just before its forward (the next
   // block's while it computes) and again before its backward, and released after each; the
-  // embedding and head stay gathered through a micro-batch. Not with pipeline parallelism.
+  // embedding and head stay gathered through the step's micro-batches (under a pipeline, a
+  // stage's blocks around each of their passes).
   int zero_stage = 0;
   bool sequence_parallel = false;  // activations between tensor-parallel regions split along T
   std::string schedule = "1f1b";   // pipeline schedule (pp > 1): gpipe, 1f1b, interleaved, zb-h1
@@ -177,35 +179,11 @@ class TrainingPlan {
   std::unique_ptr<optim::Optimizer> optimizer_;
   optim::GradScaler scaler_;
   std::unique_ptr<Graph> graph_;  // cuda_graph
-  // ZeRO-3: the reducer's buckets of each unit gathered at once: block i's, then (last) the
-  // rest's (embedding, head).
-  struct Units {
-    Reducer* reducer = nullptr;
-    std::vector<std::vector<std::size_t>> buckets;
-    void prefetch(std::size_t unit) const {
-      if (unit < buckets.size())
-        for (const std::size_t k : buckets[unit]) reducer->gather_bucket(k);
-    }
-    void gather(std::size_t unit) const {
-      std::vector<Work> works;
-      for (const std::size_t k : buckets.at(unit)) works.push_back(reducer->gather_bucket(k));
-      when_all(works).wait();
-    }
-    void release(std::size_t unit) const {
-      for (const std::size_t k : buckets.at(unit)) reducer->release_bucket(k);
-    }
-    void gather_all() const {
-      for (std::size_t u = 0; u < buckets.size(); ++u) prefetch(u);
-      for (std::size_t u = 0; u < buckets.size(); ++u) gather(u);
-    }
-    void release_all() const {
-      for (std::size_t u = 0; u < buckets.size(); ++u) release(u);
-    }
-  };
-  std::unique_ptr<Units> units_;
+  std::unique_ptr<ParameterUnits> units_;  // ZeRO-3 without a pipeline (the pipeline has its own)
   std::int64_t steps_ = 0;
 
   Reducer* reducer() const;  // the data-parallel one (null when dp = 1)
+  ParameterUnits* units() const;  // ZeRO-3's (null under the other stages)
   bool zero() const { return options_.zero_stage >= 1 && reducer() != nullptr; }
   std::vector<OptimizedTensor> optimized_tensors() const;
   // Where each tensor the optimizer updates (in its numbering) lies in the whole model: the

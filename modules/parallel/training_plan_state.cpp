@@ -36,7 +36,7 @@ bool split_state_key(const std::string& key, std::size_t& index, std::string& fi
 
 std::vector<ShardedTensor> TrainingPlan::model_state(const std::vector<OptimizedPiece>& pieces) const {
   std::vector<ShardedTensor> state;
-  if (units_) {  // ZeRO-3: the parameters' values live in this rank's pieces
+  if (units()) {  // ZeRO-3: the parameters' values live in this rank's pieces
     for (const OptimizedPiece& piece : pieces) {
       ShardedTensor s = piece.layout;
       s.key = "model/" + piece.name;

@@ -1,8 +1,8 @@
 # cmake -DPROGRAM=<gpt2> -DCOMPARE=<compare_losses> -DDATA=<tests/data/gpt2-tiny> -DWORK_DIR=<dir>
 #       -DMPIRUN="mpirun|...options" -P check_reshard.cmake
 # A checkpoint saved after 10 steps by dp 2 x tp 2 with ZeRO-1 resumes under other layouts: one
-# process, pp 2, dp 4 with ZeRO-2, tp 2 x pp 2, dp 2 x pp 2 with ZeRO-1, and dp 2 x tp 2 with
-# ZeRO-3 (parameters sharded). Each run's losses for steps 10-19 are within 5e-5 of those of one
+# process, pp 2, dp 4 with ZeRO-2, tp 2 x pp 2, dp 2 x pp 2 with ZeRO-1 and with ZeRO-3, and
+# dp 2 x tp 2 with ZeRO-3 (parameters sharded). Each run's losses for steps 10-19 are within 5e-5 of those of one
 # process that ran all 20 steps without stopping.
 file(REMOVE_RECURSE "${WORK_DIR}")
 file(MAKE_DIRECTORY "${WORK_DIR}")
@@ -47,5 +47,6 @@ resume(pp2 2 --batch_size 4 --pipeline_parallel 2)
 resume(dp4_zero2 4 --batch_size 1 --zero_stage 2)
 resume(tp2_pp2 4 --batch_size 4 --tensor_parallel 2 --pipeline_parallel 2)
 resume(dp2_pp2_zero1 4 --batch_size 2 --pipeline_parallel 2 --zero_stage 1)
+resume(dp2_pp2_zero3 4 --batch_size 2 --pipeline_parallel 2 --zero_stage 3)
 resume(dp2_tp2_zero3 4 --batch_size 2 --tensor_parallel 2 --zero_stage 3)
 file(REMOVE_RECURSE "${WORK_DIR}")

@@ -320,12 +320,12 @@ TEST(DistributedDataParallel, BucketGroupsReduceOnlyTheirPasses) {
   for (const auto& bucket : reducer.buckets())
     for (std::size_t i : bucket) EXPECT_EQ(groups[i], groups[bucket.front()]) << "a bucket mixes groups";
   const auto pass = [&](int group, double k) {
-    reducer.set_sync(true, group);
+    reducer.set_sync(true, {group});
     const double scale = (r + 1) * k;
     const Tensor loss = group == 0 ? mul(sum(mul(params[0], params[0])), scale)
                                    : mul(add(sum(mul(params[1], params[1])), sum(params[2])), scale);
     loss.backward();
-    reducer.set_sync(false, group);
+    reducer.set_sync(false, {group});
     reducer.finalize();
     const auto buckets = reducer.buckets();
     for (std::size_t b : reducer.launch_order())
@@ -344,8 +344,8 @@ TEST(DistributedDataParallel, BucketGroupsReduceOnlyTheirPasses) {
   for (const Tensor& p : params) EXPECT_FALSE(p.grad().defined()) << "ZeRO-2 kept a parameter's gradient";
   // A gradient of group 0 in a pass of group 1 only is an error, as is a group without groups.
   Reducer plain(std::vector<Tensor>{pattern({3}, 4.0).requires_grad_()}, {}, pg, {.shard_gradients = true});
-  EXPECT_THROW(plain.set_sync(true, 0), Error);
-  reducer.set_sync(true, 1);
+  EXPECT_THROW(plain.set_sync(true, {0}), Error);
+  reducer.set_sync(true, {1});
   EXPECT_THROW(sum(mul(params[0], params[0])).backward(), Error);
 }
 
