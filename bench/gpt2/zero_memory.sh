@@ -5,18 +5,20 @@
 # parameters, gradients, optimizer state and reducer buffers hold between steps (rank 0's; the
 # ranks differ by a bucket's padding at most), the largest rank's peak, each against
 # --zero_stage 0, and the mean step time after the first.
-# With an argument p, the same under pipeline parallelism: dp = 4 / p x pp = p (1F1B), 4 / p * 2
-# micro-batches per data-parallel rank (the same global batch); each rank holds its stage's part.
+# MICRO_BATCHES=1 runs one micro-batch per step instead (256 tokens a step).
+# With an argument p, the same under pipeline parallelism: dp = 4 / p x pp = p (1F1B), the same
+# global batch (p times the micro-batches per data-parallel rank); each rank holds its stage's part.
 #   bench/gpt2/zero_memory.sh [p]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source bench/gpt2/common.sh
 mpirun+=(--oversubscribe)
 pp=${1:-1}
+tokens=$((256 * ${MICRO_BATCHES:-2}))
 
 for stage in 0 1 2 3; do
   "${mpirun[0]}" -np 4 "${mpirun[@]:3}" "$bin" --model d12 --input_bin tests/data/gpt2-tiny/train.bin --batch_size 1 \
-    --sequence_length 64 --total_batch_size 512 --num_iteration 3 --learning_rate 1e-4 --threads 1 \
+    --sequence_length 64 --total_batch_size "$tokens" --num_iteration 3 --learning_rate 1e-4 --threads 1 \
     --zero_stage "$stage" --pipeline_parallel "$pp" --metrics_out "$work/zero$stage.jsonl" >/dev/null
 done
 python3 - "$work" <<'PY'

@@ -73,8 +73,9 @@ Tensor uniform_impl(const std::string& op, const Tensor& tensor, double a, doubl
   if (!std::isfinite(b - a)) throw Error(op, concat("the range b - a overflows, got a=", a, ", b=", b));
   if (tensor.numel() == 0) return tensor;
   NoGradGuard no_grad;
-  const Tensor u = rand(tensor.shape(), {.dtype = draw_dtype(tensor)}, generator);
-  return write(tensor, add(mul(u, b - a), a));
+  Tensor u = rand(tensor.shape(), {.dtype = draw_dtype(tensor)}, generator);  // scaled in place: one temporary
+  add_(mul_(u, b - a), a);
+  return write(tensor, u);
 }
 
 Tensor normal_impl(const std::string& op, const Tensor& tensor, double mean, double sd, Generator* generator) {
@@ -84,8 +85,9 @@ Tensor normal_impl(const std::string& op, const Tensor& tensor, double mean, dou
   if (sd < 0) throw Error(op, concat("expects std >= 0, got ", sd));
   if (tensor.numel() == 0) return tensor;
   NoGradGuard no_grad;
-  const Tensor z = randn(tensor.shape(), {.dtype = draw_dtype(tensor)}, generator);
-  return write(tensor, add(mul(z, sd), mean));
+  Tensor z = randn(tensor.shape(), {.dtype = draw_dtype(tensor)}, generator);  // scaled in place: one temporary
+  add_(mul_(z, sd), mean);
+  return write(tensor, z);
 }
 
 double kaiming_std(const std::string& op, const Tensor& tensor, double a, FanMode mode, Nonlinearity nonlinearity) {

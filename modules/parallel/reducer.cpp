@@ -215,9 +215,22 @@ struct Reducer::State : std::enable_shared_from_this<State> {
     --bucket.pending;
     launch_ready();
     progress();
-    if (options.release_gradients)  // free what the collectives are done with
-      for (std::size_t k = 0; k < next_launch; ++k)
-        if (!buckets[k].drained && buckets[k].work.state() && buckets[k].work.state()->done()) drain(buckets[k]);
+    if (options.release_gradients) drain_finished();
+  }
+
+  // release_gradients: frees what the collectives are done with, and waits for the oldest
+  // reduce-scatters while more than kInFlight buckets hold their full-size buffers (FSDP's
+  // bound): on a slow link they would otherwise pile up to the whole gradient.
+  void drain_finished() {
+    constexpr std::size_t kInFlight = 2;
+    std::vector<std::size_t> in_flight;
+    for (std::size_t k = 0; k < next_launch; ++k) {
+      Bucket& b = buckets[k];
+      if (b.drained || !b.work.state()) continue;
+      if (b.work.state()->done()) drain(b);
+      else in_flight.push_back(k);
+    }
+    for (std::size_t j = 0; j + kInFlight < in_flight.size(); ++j) drain(buckets[in_flight[j]]);
   }
 
   // Launches, in index order, the buckets of the pass whose parameters are all ready.
@@ -233,6 +246,7 @@ struct Reducer::State : std::enable_shared_from_this<State> {
   void drain(Bucket& b) {
     b.work.wait();  // done: rethrows the collective's error
     const bool restart = b.pieces.empty() || !pieces[b.pieces.front()].grad().defined();
+    if (restart) b.block.storage().reallocate();  // after release_gradient_blocks
     if (restart) b.block.copy_(b.incoming);
     else kernels::accumulate_(b.block, b.incoming);
     b.incoming = Tensor();
@@ -451,6 +465,17 @@ double Reducer::sharded_grad_norm() const {
   }
   s.group->all_reduce(squares, {.timeout = s.options.timeout}).wait();
   return std::sqrt(squares.item<double>());
+}
+
+void Reducer::release_gradient_blocks() {
+  State& s = *state_;
+  if (!s.options.release_gradients)
+    throw Error("Reducer::release_gradient_blocks", "expected release_gradients = true (ZeRO-2 or 3)");
+  for (std::size_t k = 0; k < s.pieces.size(); ++k)
+    if (s.pieces[k].grad().defined())
+      throw Error("Reducer::release_gradient_blocks", concat("piece ", k, " (of ", s.param_name(s.piece_owners[k]),
+                                                             ") still holds its gradient: clear it first (zero_grad)"));
+  for (const auto& b : s.buckets) b.block.storage().release_memory();
 }
 
 Work Reducer::all_gather_parameters() {

@@ -123,6 +123,11 @@ class Reducer {
   // shard_gradients: the 2-norm of the whole averaged gradient, from every rank's blocks
   // (collective over the group).
   double sharded_grad_norm() const;
+  // release_gradients, once the optimizer's zero_grad cleared the pieces' gradients: gives the
+  // memory of this rank's gradient blocks back until the next pass's reduce-scatter starts a
+  // new sum in them, so that a step's forward and the start of its backward hold no gradient.
+  // Error while a piece still holds its gradient.
+  void release_gradient_blocks();
   // shard_gradients: every rank's parameter blocks into every rank's parameters (nothing to do
   // under shard_parameters).
   Work all_gather_parameters();

@@ -153,15 +153,22 @@ Tensor TrainingPlan::forward_loss(const Tensor& idx, const Tensor& targets) cons
 
 Tensor TrainingPlan::sharded_forward_loss(const Tensor& idx, const Tensor& targets) const {
   // Each block gathered around its forward and its backward (ParameterUnits::run_block). The
-  // rest stays gathered until the caller releases every unit (after the step's micro-batches,
-  // or the evaluation).
+  // rest (embedding, final norm, head) is gathered for the forward and, with gradients,
+  // released once the head's backward is done: the embedding's backward reads no weights, so
+  // the tied table's weights and its whole gradient are never alive together during the blocks'
+  // backward. Without gradients the caller releases it (after the evaluation).
   const std::size_t n = model_.blocks.size();
-  units_->gather(units_->rest());
-  units_->prefetch(0);
+  const ParameterUnits* units = units_.get();
+  units->gather(units->rest());
+  units->prefetch(0);
   Tensor x = model_.embed(idx);
   for (std::size_t i = 0; i < n; ++i)
-    x = units_->run_block(i, model_.blocks[i], x, options_.checkpoint_blocks,
-                          i + 1 < n ? std::optional(i + 1) : std::nullopt, i > 0 ? std::optional(i - 1) : std::nullopt);
+    x = units->run_block(i, model_.blocks[i], x, options_.checkpoint_blocks,
+                         i + 1 < n ? std::optional(i + 1) : std::nullopt, i > 0 ? std::optional(i - 1) : std::nullopt);
+  if (GradMode::is_enabled() && x.requires_grad()) x.register_hook([units](const Tensor& grad) {
+    units->release(units->rest());
+    return grad;
+  });
   return model_.head_loss(x, targets);
 }
 
@@ -197,7 +204,7 @@ double TrainingPlan::run_passes(const std::vector<data::Example>& micro_batches,
     synchronize(device);
     result.backward_ms += ms_since(backward_start);
   }
-  if (units_) units_->release_all();  // ZeRO-3: the rest, gathered through the micro-batches
+  if (units_) units_->release_all();  // ZeRO-3: what a pass left gathered (none unless it threw)
   return loss_sum;
 }
 
@@ -215,6 +222,8 @@ StepResult TrainingPlan::step(const std::vector<data::Example>& micro_batches) {
   const bool graphed = graph_ && steps_ > 0;
   if (!graphed || !graph_->graph) optimizer_->zero_grad();
   if (zero()) model_.module->zero_grad();  // the optimizer holds the pieces, not the parameters
+  // ZeRO-2 and 3: no gradient memory until the backward's first reduce-scatter lands.
+  if (zero() && options_.zero_stage >= 2) reducer()->release_gradient_blocks();
   double loss_sum = 0;
   if (graphed) {
     const auto start = Clock::now();

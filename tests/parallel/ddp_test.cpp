@@ -332,7 +332,9 @@ TEST(DistributedDataParallel, BucketGroupsReduceOnlyTheirPasses) {
       for (std::size_t i : buckets[b]) EXPECT_EQ(groups[i], group) << "a bucket of another group launched";
     EXPECT_FALSE(reducer.launch_order().empty());
   };
+  // The blocks behind the pieces' gradients hold no memory until a pass's sum lands in them.
   for (Tensor piece : reducer.shard_pieces()) piece.set_grad(Tensor());
+  reducer.release_gradient_blocks();
   pass(1, 1.0);
   pass(0, 2.0);
   pass(1, 3.0);
@@ -342,6 +344,33 @@ TEST(DistributedDataParallel, BucketGroupsReduceOnlyTheirPasses) {
                                         full({6}, 4.0 * mean, TensorOptions{.dtype = kFloat64})};
   expect_piece_gradients(reducer, reducer.parameters(), expected, "after three passes");
   for (const Tensor& p : params) EXPECT_FALSE(p.grad().defined()) << "ZeRO-2 kept a parameter's gradient";
+  // Released while a piece holds its gradient: refused, naming the piece's parameter.
+  const auto& pieces = reducer.shard_pieces();
+  const std::size_t held =
+      std::find_if(pieces.begin(), pieces.end(), [](const Tensor& t) { return t.grad().defined(); }) - pieces.begin();
+  ASSERT_LT(held, pieces.size());
+  try {
+    reducer.release_gradient_blocks();
+    ADD_FAILURE() << "released the block of a piece that holds its gradient";
+  } catch (const Error& e) {
+    const std::string expected_message = concat("piece ", held, " (of parameter '", "abc"[reducer.shard_owners()[held]],
+                                                "') still holds its gradient: clear it first (zero_grad)");
+    EXPECT_NE(std::string(e.what()).find(expected_message), std::string::npos) << e.what();
+  }
+  // Released again after clearing: a pass of group 0 starts a new sum (a's mean gradient is
+  // 2 a mean); the other pieces stay without a gradient.
+  for (Tensor piece : pieces) piece.set_grad(Tensor());
+  reducer.release_gradient_blocks();
+  pass(0, 1.0);
+  const Tensor a_grad = mul(initial[0], 2.0 * mean).reshape({-1});
+  for (std::size_t k = 0; k < pieces.size(); ++k) {
+    if (reducer.shard_owners()[k] != 0) {
+      EXPECT_FALSE(pieces[k].grad().defined()) << "piece " << k << " got a gradient in another group's pass";
+      continue;
+    }
+    expect_close(pieces[k].grad(), a_grad.narrow(0, reducer.shard_offsets()[k], pieces[k].numel()),
+                 concat("after a release, piece ", k));
+  }
   // A gradient of group 0 in a pass of group 1 only is an error, as is a group without groups.
   Reducer plain(std::vector<Tensor>{pattern({3}, 4.0).requires_grad_()}, {}, pg, {.shard_gradients = true});
   EXPECT_THROW(plain.set_sync(true, {0}), Error);
