@@ -149,7 +149,8 @@ double PipelineRunner::step(const std::vector<data::Example>& micro_batches) {
   ModelStage::AroundGradients around;
   if (reducer_ && zero_stage_ >= 2)
     around = [reducer = reducer_.get(), &pass_groups = pass_groups_](int chunk, bool, bool before) {
-      reducer->set_sync(before, pass_groups.empty() ? std::vector<int>{} : pass_groups.at(static_cast<std::size_t>(chunk)));
+      reducer->set_sync(before,
+                        pass_groups.empty() ? std::vector<int>{} : pass_groups.at(static_cast<std::size_t>(chunk)));
       if (!before) reducer->finalize();
     };
   else if (reducer_)

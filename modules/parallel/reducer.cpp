@@ -15,7 +15,8 @@ namespace infini::parallel {
 
 namespace {
 
-std::vector<std::int64_t> numbers(const std::vector<int>& groups) { return {groups.begin(), groups.end()}; }  // printable
+// Bucket group numbers as concat prints them.
+std::vector<std::int64_t> numbers(const std::vector<int>& groups) { return {groups.begin(), groups.end()}; }
 
 }  // namespace
 
@@ -194,7 +195,8 @@ struct Reducer::State : std::enable_shared_from_this<State> {
   void mark_ready(std::size_t i) {
     if (!in_pass(bucket_of[i]))
       throw Error("Reducer", concat(param_name(i), " of bucket group ", group_of(i), " got a gradient in a pass "
-                                    "synchronising group", pass_groups.size() > 1 ? "s " : " ", numbers(pass_groups), " only"));
+                                    "synchronising group", pass_groups.size() > 1 ? "s " : " ", numbers(pass_groups),
+                                    " only"));
     Bucket& bucket = buckets[bucket_of[i]];
     const Tensor& g = params[i].grad();
     // release_gradients: a bucket of one parameter needing no padding reduces the gradient itself.
@@ -246,9 +248,12 @@ struct Reducer::State : std::enable_shared_from_this<State> {
   void drain(Bucket& b) {
     b.work.wait();  // done: rethrows the collective's error
     const bool restart = b.pieces.empty() || !pieces[b.pieces.front()].grad().defined();
-    if (restart) b.block.storage().reallocate();  // after release_gradient_blocks
-    if (restart) b.block.copy_(b.incoming);
-    else kernels::accumulate_(b.block, b.incoming);
+    if (restart) {
+      b.block.storage().reallocate();  // after release_gradient_blocks
+      b.block.copy_(b.incoming);
+    } else {
+      kernels::accumulate_(b.block, b.incoming);
+    }
     b.incoming = Tensor();
     b.buffer = Tensor();
     b.drained = true;
@@ -425,7 +430,8 @@ const std::shared_ptr<ProcessGroup>& Reducer::group() const { return state_->gro
 void Reducer::set_sync(bool sync, std::vector<int> groups) {
   State& s = *state_;
   if (!groups.empty() && s.options.bucket_groups.empty())
-    throw Error("Reducer::set_sync", concat("groups ", numbers(groups), " given, but the reducer has no bucket_groups"));
+    throw Error("Reducer::set_sync",
+                concat("groups ", numbers(groups), " given, but the reducer has no bucket_groups"));
   if (s.in_backward && groups != s.pass_groups)
     throw Error("Reducer::set_sync", "the pass group changes only between synchronised steps (after finalize)");
   s.sync = sync;

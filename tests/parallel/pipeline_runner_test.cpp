@@ -192,8 +192,15 @@ std::vector<PlanLayout> plan_layouts(int world_size) {
   std::vector<PlanLayout> layouts = {{1, 0, false}, {1, 1, false}, {1, 2, false}, {1, 0, true}, {1, 3, false},
                                      {1, 3, true}};
   if (world_size % 2 == 0)
-    layouts.insert(layouts.end(), {{2, 0, false}, {2, 1, false}, {2, 2, false}, {2, 1, true}, {2, 2, true, "zb-h1"},
-                                   {2, 3, false}, {2, 3, false, "zb-h1"}, {2, 3, true, "zb-h1"}, {2, 3, false, "gpipe"}});
+    layouts.insert(layouts.end(), {{2, 0, false},
+                                   {2, 1, false},
+                                   {2, 2, false},
+                                   {2, 1, true},
+                                   {2, 2, true, "zb-h1"},
+                                   {2, 3, false},
+                                   {2, 3, false, "zb-h1"},
+                                   {2, 3, true, "zb-h1"},
+                                   {2, 3, false, "gpipe"}});
   return layouts;
 }
 
