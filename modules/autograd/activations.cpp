@@ -5,9 +5,8 @@
 module;
 #include <cmath>
 #include <cstdint>
-#include <optional>
-#include <string_view>
 module infini.autograd;
+import infini.std;
 
 namespace infini {
 namespace {

@@ -3,11 +3,9 @@
 // window, then the max over the block with the index of its first maximum; the gradient
 // goes to that element (through max and index_select).
 module;
-#include <algorithm>
 #include <cstdint>
-#include <string_view>
-#include <vector>
 module infini.autograd;
+import infini.std;
 
 namespace infini {
 namespace {

@@ -1,8 +1,8 @@
 module;
 #include <cmath>
 #include <cstdint>
-#include <optional>
 module infini.autograd;
+import infini.std;
 
 namespace infini {
 

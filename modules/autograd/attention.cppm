@@ -1,11 +1,8 @@
 // Scaled dot-product attention (torch.nn.functional.scaled_dot_product_attention) on the
 // fused online-softmax kernel: memory per query row is O(D), and backward recomputes the
 // scores instead of keeping a (B, H, Tq, Tk) matrix.
-module;
-#include <array>
-#include <optional>
-#include <string_view>
 export module infini.autograd:attention;
+import infini.std;
 import infini.kernels;
 
 export namespace infini {

@@ -2,12 +2,10 @@
 // guards, whether an autocast op or a backward pass has turned it off, and the cache of
 // cast parameters.
 module;
-#include <array>
 #include <cstddef>
 #include <cstdint>
-#include <optional>
-#include <vector>
 module infini.autograd;
+import infini.std;
 
 namespace infini {
 namespace {

@@ -22,10 +22,8 @@
 // dtypes its forward saw, and the gradient of a cast input is cast back (a float32
 // weight gets a float32 gradient). Casts of leaf tensors that require grad (parameters)
 // are cached until the outermost guard ends: a weight used twice is cast once.
-module;
-#include <cstdint>
-#include <optional>
 export module infini.autograd:autocast;
+import infini.std;
 import infini.kernels;
 
 export namespace infini {

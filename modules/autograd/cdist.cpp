@@ -4,9 +4,8 @@
 // the gradients are norm's, 0 where a distance is 0.
 module;
 #include <cstdint>
-#include <string_view>
-#include <vector>
 module infini.autograd;
+import infini.std;
 
 namespace infini {
 

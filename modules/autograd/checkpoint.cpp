@@ -1,10 +1,6 @@
 // Activation checkpointing (see checkpoint.cppm).
-module;
-#include <array>
-#include <functional>
-#include <memory>
-#include <utility>
 module infini.autograd;
+import infini.std;
 
 namespace infini::autograd {
 

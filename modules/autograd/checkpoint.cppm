@@ -14,9 +14,8 @@
 // (parameters) accumulate into their .grad: autograd::grad sees only the inputs' gradients.
 // In backward_input's pass (a zero-bubble split backward) the recomputed backward is split too:
 // the inputs' gradients come at once, the captured parameters' in that pass's backward_weight.
-module;
-#include <functional>
 export module infini.autograd:checkpoint;
+import infini.std;
 import infini.kernels;
 import :function;
 

@@ -1,14 +1,10 @@
 // conv1d/2d/3d and conv_transpose1d/2d/3d as compositions of differentiable ops (see conv.cppm),
 // and the spatial:: helpers the family shares (batching, checks, unfold / fold).
 module;
-#include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <functional>
-#include <numeric>
-#include <string_view>
-#include <vector>
 module infini.autograd;
+import infini.std;
 
 namespace infini {
 namespace spatial {

@@ -22,15 +22,8 @@
 //
 // Convolution and averaging need floating-point inputs (float16/bfloat16 are computed in
 // float32); max pooling and nearest interpolation also take integers.
-module;
-#include <array>
-#include <concepts>
-#include <cstddef>
-#include <cstdint>
-#include <optional>
-#include <string_view>
-#include <vector>
 export module infini.autograd:conv;
+import infini.std;
 import infini.kernels;
 
 export namespace infini {

@@ -3,9 +3,8 @@
 // infini.kernels' scans; backward written with differentiable ops (create_graph works).
 module;
 #include <cstdint>
-#include <limits>
-#include <string_view>
 module infini.autograd;
+import infini.std;
 
 namespace infini {
 namespace {

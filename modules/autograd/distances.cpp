@@ -1,11 +1,9 @@
 // Distances between broadcast pairs of vectors: cosine_similarity and pairwise_distance,
 // compositions of differentiable ops with PyTorch's forms (and so its gradients).
 module;
-#include <algorithm>
 #include <cstdint>
-#include <optional>
-#include <string_view>
 module infini.autograd;
+import infini.std;
 
 namespace infini {
 namespace {

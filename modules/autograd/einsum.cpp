@@ -6,13 +6,9 @@
 // Every step is a differentiable view, sum, expand, reshape or bmm, so gradients of any
 // order follow.
 module;
-#include <algorithm>
 #include <cstdint>
-#include <optional>
-#include <string>
-#include <string_view>
-#include <vector>
 module infini.autograd;
+import infini.std;
 
 namespace infini {
 namespace {

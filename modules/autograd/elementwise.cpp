@@ -2,13 +2,8 @@
 // same differentiable ops, so create_graph gives higher derivatives.
 module;
 #include <cmath>
-#include <functional>
-#include <memory>
-#include <numbers>
-#include <optional>
-#include <string_view>
-#include <utility>
 module infini.autograd;
+import infini.std;
 
 namespace infini {
 namespace {

@@ -2,11 +2,8 @@
 // computed in f32). Comparisons, logical ops and isnan/isinf return bool and carry no
 // gradient. In-place forms are free functions ending in '_' (Tensor's own methods cannot
 // be extended outside infini.tensor).
-module;
-#include <array>
-#include <optional>
-#include <string_view>
 export module infini.autograd:elementwise;
+import infini.std;
 import infini.kernels;
 
 export namespace infini {

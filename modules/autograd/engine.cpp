@@ -1,17 +1,7 @@
 module;
-#include <algorithm>
 #include <cstdint>
-#include <functional>
-#include <memory>
-#include <optional>
-#include <queue>
-#include <string>
-#include <string_view>
-#include <utility>
-#include <unordered_map>
-#include <unordered_set>
-#include <vector>
 module infini.autograd;
+import infini.std;
 
 namespace infini {
 namespace {

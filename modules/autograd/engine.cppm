@@ -1,12 +1,7 @@
 // The backward engine: runs the graph behind some roots iteratively (no recursion), each
 // node once all of its incoming gradients have arrived, later-created nodes first.
-module;
-#include <cstddef>
-#include <functional>
-#include <memory>
-#include <optional>
-#include <vector>
 export module infini.autograd:engine;
+import infini.std;
 import infini.kernels;
 import :function;
 

@@ -1,12 +1,7 @@
 module;
-#include <algorithm>
 #include <cstdint>
-#include <functional>
-#include <memory>
-#include <string>
-#include <string_view>
-#include <vector>
 module infini.autograd;
+import infini.std;
 
 namespace infini {
 namespace {

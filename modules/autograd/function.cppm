@@ -1,14 +1,8 @@
 // Building blocks of differentiable ops: SavedTensor (a tensor kept for backward, checked
 // against in-place changes), FunctionNode (a node whose backward is a closure) and
 // record(), which attaches such a node to an op's outputs when any input needs grad.
-module;
-#include <cstdint>
-#include <functional>
-#include <memory>
-#include <string>
-#include <string_view>
-#include <vector>
 export module infini.autograd:function;
+import infini.std;
 import infini.kernels;
 import :numerics;
 

@@ -1,10 +1,8 @@
 module;
 #include <cmath>
 #include <cstdint>
-#include <functional>
-#include <string>
-#include <vector>
 module infini.autograd;
+import infini.std;
 
 namespace infini::autograd {
 namespace {

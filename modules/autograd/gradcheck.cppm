@@ -1,10 +1,8 @@
 // Finite-difference checks of the analytical gradients (PyTorch's gradcheck and
 // gradgradcheck): central differences on each input element against the Jacobian rows
 // the engine computes, |analytical - numerical| <= atol + rtol * |numerical|.
-module;
-#include <functional>
-#include <string>
 export module infini.autograd:gradcheck;
+import infini.std;
 import infini.kernels;
 import :function;
 

@@ -4,13 +4,9 @@
 // Composite ops (take_along_dim, masks, Python-style indexing, sort, topk) get their
 // gradients from the primitives they are built on.
 module;
-#include <algorithm>
 #include <cstdint>
-#include <initializer_list>
-#include <optional>
-#include <string_view>
-#include <vector>
 module infini.autograd;
+import infini.std;
 
 namespace infini {
 namespace {

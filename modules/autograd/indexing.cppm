@@ -16,14 +16,8 @@
 // values scatter-add the gradient back; scatter / index_copy / index_fill / index_put /
 // masked_scatter pass it through except at overwritten elements and gather it for the
 // written values. nonzero, argsort, unique, one_hot and multinomial have no gradient.
-module;
-#include <array>
-#include <cstdint>
-#include <initializer_list>
-#include <optional>
-#include <string_view>
-#include <vector>
 export module infini.autograd:indexing;
+import infini.std;
 import infini.kernels;
 import :function;
 

@@ -2,12 +2,8 @@
 // differentiable ops (matmul, views, sum_to), so create_graph gives second derivatives.
 module;
 #include <cstdint>
-#include <optional>
-#include <string_view>
-#include <tuple>
-#include <utility>
-#include <vector>
 module infini.autograd;
+import infini.std;
 
 namespace infini {
 namespace {

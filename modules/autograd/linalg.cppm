@@ -4,11 +4,8 @@
 // value decomposition (linalg_svd, svdvals). Operands
 // share one floating-point dtype (float16/bfloat16 are computed in float32); integer
 // operands are a DTypeError, mismatched shapes a ShapeError naming both shapes.
-module;
-#include <array>
-#include <string_view>
-#include <vector>
 export module infini.autograd:linalg;
+import infini.std;
 import infini.kernels;
 import :elementwise;
 import :function;

@@ -4,9 +4,8 @@
 // the beta == 0 rule and the gradients (input: beta * g summed to its shape) are baddbmm's.
 module;
 #include <cstdint>
-#include <string_view>
-#include <vector>
 module infini.autograd;
+import infini.std;
 
 namespace infini {
 namespace {

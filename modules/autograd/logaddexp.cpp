@@ -1,9 +1,8 @@
 // logaddexp: log(exp(a) + exp(b)) without overflow, a and b broadcast, floating point only
 // (integer pairs are a DTypeError, as PyTorch's). One node: the gradient w.r.t. a is
 // sigmoid(a - b) (0.5 each at a == b; NaN where a == b == +-inf, as PyTorch's).
-module;
-#include <string_view>
 module infini.autograd;
+import infini.std;
 
 namespace infini {
 

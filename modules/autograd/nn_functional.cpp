@@ -2,16 +2,10 @@
 // Huber, KL divergence, BCE), normalisations, embedding, dropout and rotary embeddings. The
 // activations are in activations.cpp, the distances in distances.cpp.
 module;
-#include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <limits>
-#include <numbers>
-#include <optional>
-#include <string_view>
-#include <utility>
-#include <vector>
 module infini.autograd;
+import infini.std;
 
 namespace infini {
 namespace {

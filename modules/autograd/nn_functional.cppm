@@ -2,13 +2,8 @@
 // distances, normalisations, dropout and rotary embeddings. Most are compositions of
 // differentiable ops, so every derivative (including create_graph) follows from theirs;
 // the few that record their own node say so.
-module;
-#include <array>
-#include <cstdint>
-#include <optional>
-#include <string_view>
-#include <vector>
 export module infini.autograd:nn_functional;
+import infini.std;
 import infini.kernels;
 
 export namespace infini {

@@ -3,13 +3,10 @@
 // float32 and rounded back (except for the singular values, as PyTorch). Gradients follow
 // PyTorch's norm_backward: 0 where the norm is 0, split among ties for p = +-inf.
 module;
-#include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <string_view>
-#include <utility>
-#include <vector>
 module infini.autograd;
+import infini.std;
 
 namespace infini {
 

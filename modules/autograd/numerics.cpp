@@ -1,19 +1,11 @@
 // The precision checker and --dump_numerics (numerics.cppm).
 module;
-#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
-#include <fstream>
-#include <limits>
-#include <mutex>
-#include <string>
-#include <string_view>
-#include <utility>
-#include <vector>
 module infini.autograd;
+import infini.std;
 
 namespace infini::numerics {
 namespace {

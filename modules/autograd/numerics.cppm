@@ -11,15 +11,8 @@
 // Dumping (NumericsDump, the trainers' --dump_numerics DIR): statistics of every module's
 // output per call and of every parameter's gradient per step, one tab-separated file per
 // rank, so that two runs (other layouts, dtypes, builds) can be compared line by line.
-module;
-#include <cstdint>
-#include <filesystem>
-#include <fstream>
-#include <string>
-#include <string_view>
-#include <utility>
-#include <vector>
 export module infini.autograd:numerics;
+import infini.std;
 import infini.kernels;
 
 export namespace infini::numerics {

@@ -1,7 +1,5 @@
-module;
-#include <string_view>
-#include <vector>
 module infini.autograd;
+import infini.std;
 
 namespace infini {
 

@@ -7,10 +7,8 @@
 // elements equal to the result, like PyTorch's evenly_distribute_backward.
 module;
 #include <cstdint>
-#include <functional>
-#include <limits>
-#include <string_view>
 module infini.autograd;
+import infini.std;
 
 namespace infini {
 namespace {

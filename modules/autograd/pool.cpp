@@ -1,13 +1,10 @@
 // Max pooling (a gather of each window's argmax) over 1 or 2 spatial dims and average
 // pooling (unfolded windows summed and divided by PyTorch's divisor) over 1 to 3.
 module;
-#include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <optional>
-#include <string_view>
-#include <vector>
 module infini.autograd;
+import infini.std;
 
 namespace infini {
 namespace {

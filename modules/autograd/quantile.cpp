@@ -6,9 +6,8 @@
 // linear interpolation weight.
 module;
 #include <cstdint>
-#include <optional>
-#include <string_view>
 module infini.autograd;
+import infini.std;
 
 namespace infini {
 namespace {

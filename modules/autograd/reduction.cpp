@@ -4,13 +4,9 @@
 // Norms are in norms.cpp, order statistics in order_statistics.cpp and quantile.cpp,
 // cummax / cummin / logcumsumexp in cumulative.cpp.
 module;
-#include <algorithm>
 #include <cstdint>
-#include <optional>
-#include <string_view>
-#include <utility>
-#include <vector>
 module infini.autograd;
+import infini.std;
 
 namespace infini {
 

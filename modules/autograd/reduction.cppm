@@ -2,14 +2,8 @@
 // dims (all dims when the list is empty; negative dims wrap, repeats are an IndexError) and
 // drop the reduced dims unless keepdim. Index outputs are int64 and carry no gradient;
 // bool outputs (all, any) neither.
-module;
-#include <array>
-#include <cstdint>
-#include <optional>
-#include <string_view>
-#include <utility>
-#include <vector>
 export module infini.autograd:reduction;
+import infini.std;
 import infini.kernels;
 
 export namespace infini {

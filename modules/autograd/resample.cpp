@@ -2,13 +2,11 @@
 // A_h @ x @ A_w^T (1-d: x @ A^T) with small (out, in) weight matrices, nearest
 // interpolation as an index_select of source rows and columns.
 module;
-#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <string_view>
-#include <vector>
 module infini.autograd;
+import infini.std;
 
 namespace infini {
 namespace {

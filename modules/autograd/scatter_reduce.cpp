@@ -5,9 +5,8 @@
 // (gather, scatter_add, scatter's product), so create_graph gives second derivatives.
 module;
 #include <cstdint>
-#include <string_view>
-#include <vector>
 module infini.autograd;
+import infini.std;
 
 namespace infini {
 namespace {

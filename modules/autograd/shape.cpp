@@ -4,13 +4,9 @@
 // slices of the gradient, sums over the repeated dims, the inverse flip/roll/crop, or the
 // scatter-add adjoint of a gather (which sums where an entry was picked more than once).
 module;
-#include <algorithm>
 #include <cstdint>
-#include <optional>
-#include <string_view>
-#include <utility>
-#include <vector>
 module infini.autograd;
+import infini.std;
 
 namespace infini {
 namespace {

@@ -5,13 +5,8 @@
 //
 // kShapeOps also names Tensor's own view and copy methods ("Tensor::view", ...), whose
 // gradients come from the hooks in tensor_methods.cpp, so the op table covers them too.
-module;
-#include <array>
-#include <cstdint>
-#include <optional>
-#include <string_view>
-#include <vector>
 export module infini.autograd:shape;
+import infini.std;
 import infini.kernels;
 import :function;
 

@@ -4,11 +4,9 @@
 // written with differentiable ops on the saved U, S, Vh so that create_graph gives second
 // derivatives.
 module;
-#include <algorithm>
 #include <cstdint>
-#include <initializer_list>
-#include <string_view>
 module infini.autograd;
+import infini.std;
 
 namespace infini {
 namespace {

@@ -3,13 +3,9 @@
 // op on a zero gradient buffer), copy_/fill_ (new history for the overwritten tensor), and
 // backward (the engine). Installed into autograd_hooks() when the library loads.
 module;
-#include <array>
 #include <cstdint>
-#include <functional>
-#include <memory>
-#include <string_view>
-#include <vector>
 module infini.autograd;
+import infini.std;
 
 namespace infini {
 namespace {

@@ -4,10 +4,8 @@
 // NaN equals nothing, so every NaN (every slice holding one) is a run of its own.
 module;
 #include <cstdint>
-#include <optional>
-#include <string_view>
-#include <vector>
 module infini.autograd;
+import infini.std;
 
 namespace infini {
 namespace {

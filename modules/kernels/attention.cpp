@@ -1,9 +1,8 @@
 // Argument checks and layout preparation for the fused attention kernels.
 module;
 #include <cstdint>
-#include <string_view>
-#include <vector>
 module infini.kernels;
+import infini.std;
 
 namespace infini::kernels {
 namespace {

@@ -1,11 +1,8 @@
 // Fused scaled dot-product attention (FlashAttention's online softmax on the CPU): no
 // (Tq, Tk) score matrix is ever stored; the forward keeps one log-sum-exp per query row
 // for the backward, which recomputes the scores row by row.
-module;
-#include <cstdint>
-#include <optional>
-#include <string_view>
 export module infini.kernels:attention;
+import infini.std;
 import infini.tensor;
 
 export namespace infini {

@@ -1,9 +1,8 @@
 // Raw sliding-window ops: argument checks and result allocation around the device kernels.
 module;
 #include <cstdint>
-#include <string_view>
-#include <vector>
 module infini.kernels;
+import infini.std;
 
 namespace infini::kernels {
 namespace {

@@ -2,11 +2,8 @@
 // copies every window of a zero-padded input into columns, col2im sums columns back into
 // the input's shape (its adjoint), and max_pool_indices finds each window's maximum.
 // Inputs are (N, C, *spatial) with 1 to 3 spatial dims.
-module;
-#include <cstdint>
-#include <string_view>
-#include <vector>
 export module infini.kernels:conv;
+import infini.std;
 import infini.tensor;
 
 export namespace infini {

@@ -1,10 +1,8 @@
 // Fused cross-entropy of logit rows against class indices: the forward keeps one
 // log-sum-exp per row, the backward writes (softmax - one-hot) * grad row by row, so no
 // (N, C) log-probability matrix is stored and each pass reads the logits once.
-module;
-#include <cstdint>
-#include <string_view>
 export module infini.kernels:cross_entropy;
+import infini.std;
 import infini.tensor;
 
 export namespace infini {

@@ -3,10 +3,8 @@
 // 1-element 1-d views; the kernels get operands of one iteration shape.
 module;
 #include <cstdint>
-#include <optional>
-#include <string_view>
-#include <vector>
 module infini.kernels;
+import infini.std;
 
 namespace infini::kernels {
 namespace {

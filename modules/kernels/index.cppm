@@ -8,11 +8,8 @@
 // dim; one outside [-size, size) is an IndexError naming op, dim, index and size.
 // Duplicate indices: a scatter without reduction writes each element's updates in index
 // order, so the last one wins; reductions combine all of them, in index order.
-module;
-#include <cstdint>
-#include <optional>
-#include <string_view>
 export module infini.kernels:index;
+import infini.std;
 import infini.tensor;
 export import :index_loop;
 export import :index_plan;

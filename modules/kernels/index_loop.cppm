@@ -4,11 +4,9 @@
 // always handled by one thread, start to end of the dim, so a scatter's writes into one
 // element happen in index order and no two threads ever write the same element.
 module;
-#include <algorithm>
-#include <array>
-#include <cstdint>
 #include <omp.h>
 export module infini.kernels:index_loop;
+import infini.std;
 import infini.tensor;
 import :strided_loop;
 

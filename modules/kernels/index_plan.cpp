@@ -1,12 +1,9 @@
 // Resolution of Python-style index lists (see index_plan.cppm) and the storage offsets of
 // the elements they select.
 module;
-#include <algorithm>
 #include <cstdint>
-#include <string>
-#include <string_view>
-#include <vector>
 module infini.kernels;
+import infini.std;
 
 namespace infini::kernels {
 namespace {

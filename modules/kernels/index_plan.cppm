@@ -8,13 +8,8 @@
 // Index tensors (a bool mask stands for the index tensors of its nonzero() coordinates,
 // one per dim it covers) broadcast together to one shape B; the result has the view's
 // other dims with B in place of the indexed dims when those are adjacent, else in front.
-module;
-#include <concepts>
-#include <cstdint>
-#include <optional>
-#include <string_view>
-#include <vector>
 export module infini.kernels:index_plan;
+import infini.std;
 import infini.tensor;
 
 export namespace infini {

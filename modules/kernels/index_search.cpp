@@ -2,8 +2,8 @@
 // check their arguments, allocate the results and call the device kernels.
 module;
 #include <cstdint>
-#include <string_view>
 module infini.kernels;
+import infini.std;
 
 namespace infini::kernels {
 

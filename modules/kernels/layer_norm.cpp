@@ -1,10 +1,8 @@
 // Argument checks and layout preparation for the fused layer-norm kernels.
 module;
 #include <cstdint>
-#include <optional>
-#include <string_view>
-#include <vector>
 module infini.kernels;
+import infini.std;
 
 namespace infini::kernels {
 namespace {

@@ -2,10 +2,8 @@
 // reciprocal standard deviation per row, the backward reads x, dy and those two once per row
 // (and sums dy * x_hat and dy over the rows for the affine parameters), so none of the
 // composed form's (N, C) intermediates is stored.
-module;
-#include <optional>
-#include <string_view>
 export module infini.kernels:layer_norm;
+import infini.std;
 import infini.tensor;
 
 export namespace infini {

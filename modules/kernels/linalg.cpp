@@ -2,12 +2,9 @@
 // dims, the added bias, and the folding of batch dims into rows where that turns a batch
 // of GEMMs into one large GEMM (x (B,T,C) @ w (C,D) is one (B*T,C) @ (C,D) product).
 module;
-#include <atomic>
 #include <cstdint>
-#include <optional>
-#include <string_view>
-#include <vector>
 module infini.kernels;
+import infini.std;
 
 namespace infini {
 namespace {

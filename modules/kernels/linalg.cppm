@@ -1,10 +1,8 @@
 // Matrix products: the batched GEMM kernel signature and the raw (non-differentiable)
 // product behind infini.autograd's matmul, mm, bmm, mv, dot, outer, baddbmm and linear;
 // the batched SVD kernel signature behind linalg_svd.
-module;
-#include <optional>
-#include <string_view>
 export module infini.kernels:linalg;
+import infini.std;
 import infini.tensor;
 
 export namespace infini {

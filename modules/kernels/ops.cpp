@@ -1,11 +1,9 @@
 // Raw ops: argument checks, broadcasting, type promotion and result allocation around
 // the device kernels. They never record autograd history.
 module;
-#include <algorithm>
 #include <cstdint>
-#include <string_view>
-#include <vector>
 module infini.kernels;
+import infini.std;
 
 namespace infini::kernels {
 namespace {

@@ -1,12 +1,8 @@
 // Raw (non-differentiable) tensor ops and the kernel signatures behind them. These
 // functions check shapes and dtypes, broadcast and promote, allocate the result and call
 // the device's kernel; infini.autograd builds the differentiable ops on top of them.
-module;
-#include <cstdint>
-#include <optional>
-#include <string_view>
-#include <vector>
 export module infini.kernels:ops;
+import infini.std;
 import infini.tensor;
 
 export namespace infini {

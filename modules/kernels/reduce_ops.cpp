@@ -2,10 +2,8 @@
 // around the kernels.
 module;
 #include <cstdint>
-#include <optional>
-#include <string_view>
-#include <utility>
 module infini.kernels;
+import infini.std;
 
 namespace infini::kernels {
 

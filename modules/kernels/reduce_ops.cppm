@@ -1,12 +1,8 @@
 // Raw reductions beyond ReduceOp: max/min along one dim with the index where they occur
 // (argmax/argmin), and cumulative sums, products, log-sum-exps and max/min (scans) along
 // one dim.
-module;
-#include <cstdint>
-#include <optional>
-#include <string_view>
-#include <utility>
 export module infini.kernels:reduce_ops;
+import infini.std;
 import infini.tensor;
 import :ops;
 

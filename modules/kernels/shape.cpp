@@ -2,9 +2,8 @@
 // device kernels.
 module;
 #include <cstdint>
-#include <string_view>
-#include <vector>
 module infini.kernels;
+import infini.std;
 
 namespace infini::kernels {
 namespace {

@@ -1,11 +1,8 @@
 // Raw index-table ops behind the shape family (flip, roll, reflect/replicate pad,
 // repeat_interleave): a gather that picks, along some dims, the entries an index table
 // names, and its adjoint, a scatter-add along one dim. Neither records autograd history.
-module;
-#include <cstdint>
-#include <string_view>
-#include <vector>
 export module infini.kernels:shape;
+import infini.std;
 import infini.tensor;
 
 export namespace infini {

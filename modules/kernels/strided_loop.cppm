@@ -2,12 +2,8 @@
 // (size-1 dims dropped, neighbours merged where every operand is contiguous across them),
 // then the innermost dim is handed to the kernel in pieces of at most kBlock elements,
 // spread over OpenMP threads when there is enough work.
-module;
-#include <algorithm>
-#include <array>
-#include <cstdint>
-#include <vector>
 export module infini.kernels:strided_loop;
+import infini.std;
 import infini.tensor;
 
 export namespace infini::kernels {

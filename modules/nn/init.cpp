@@ -2,16 +2,11 @@
 // other devices are made there anyway), then copied into the tensor on its device.
 // trunc_normal_ and orthogonal_ compute in float64.
 module;
-#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <limits>
-#include <numbers>
-#include <optional>
-#include <string>
-#include <vector>
 module infini.nn;
+import infini.std;
 
 namespace infini::nn::init {
 namespace {

@@ -3,10 +3,8 @@
 // strides, device and floating-point dtype), draws from `generator` (the default generator
 // when null) and returns the tensor. Random values are drawn in float32 (float64 for a
 // float64 tensor) and rounded once into the tensor's dtype.
-module;
-#include <cstdint>
-#include <optional>
 export module infini.nn:init;
+import infini.std;
 export import infini.autograd;
 
 export namespace infini::nn::init {

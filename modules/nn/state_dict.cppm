@@ -3,10 +3,8 @@
 // map from dotted names to tensors, sorted by name. Scalars are 0-d tensors (float64 for
 // real numbers, int64 for counts), lists are 1-d tensors, so every state saves to
 // safetensors as it is.
-module;
-#include <map>
-#include <string>
 export module infini.nn:state_dict;
+import infini.std;
 export import infini.autograd;
 
 export namespace infini {

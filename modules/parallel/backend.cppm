@@ -2,11 +2,8 @@
 // validates and stages the operands, so a backend sees contiguous tensors whose dtype it
 // supports (wire_dtype), reduce ops other than Avg, and ranks in range. Each call starts
 // the operation and registers `work` with the backend's progress engine, or fails it.
-module;
-#include <memory>
-#include <string>
-#include <vector>
 export module infini.parallel:backend;
+import infini.std;
 import infini.tensor;
 import :runtime;
 import :work;

@@ -1,11 +1,8 @@
 module;
-#include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <map>
-#include <utility>
-#include <vector>
 module infini.parallel;
+import infini.std;
 
 namespace infini::parallel {
 

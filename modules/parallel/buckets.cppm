@@ -3,11 +3,8 @@
 // the last layers' gradients first), one open bucket per (dtype, device), closed once it
 // holds at least its cap: the first bucket of each kind small (1 MiB) so communication
 // starts early in backward, the rest 25 MiB.
-module;
-#include <cstddef>
-#include <cstdint>
-#include <vector>
 export module infini.parallel:buckets;
+import infini.std;
 import infini.tensor;
 
 export namespace infini::parallel {

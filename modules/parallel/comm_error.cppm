@@ -1,9 +1,8 @@
 // CommError: a collective or point-to-point operation failed, timed out, or its group was
 // already broken by an earlier failure. The message names the operation, the group, the
 // peers, the tensor and the operation's sequence number in its group.
-module;
-#include <string_view>
 export module infini.parallel:comm_error;
+import infini.std;
 import infini.tensor;
 
 export namespace infini::parallel {

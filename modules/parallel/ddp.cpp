@@ -1,9 +1,5 @@
-module;
-#include <memory>
-#include <string>
-#include <utility>
-#include <vector>
 module infini.parallel;
+import infini.std;
 
 namespace infini::parallel {
 namespace {

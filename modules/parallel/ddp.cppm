@@ -10,11 +10,8 @@
 //     (loss(model(x_k), y_k) / A).backward();   // the last one averages over the ranks
 //   }
 //   optimizer.step();
-module;
-#include <memory>
-#include <optional>
-#include <vector>
 export module infini.parallel:ddp;
+import infini.std;
 import infini.nn;
 import :buckets;
 import :process_group;

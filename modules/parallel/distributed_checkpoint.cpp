@@ -1,30 +1,18 @@
 // Distributed checkpoints: the collective save (plan, shard files, agreement, manifest) and
 // the reader (see distributed_checkpoint.cppm).
 module;
-#include <algorithm>
-#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <exception>
-#include <filesystem>
-#include <fstream>
-#include <functional>
-#include <map>
-#include <memory>
-#include <optional>
-#include <set>
-#include <string>
-#include <string_view>
-#include <system_error>
-#include <thread>
-#include <utility>
-#include <vector>
 #include <nlohmann/json.hpp>
+#include "../nn/checkpoint/json_text.h"
 module infini.parallel;
+import infini.std;
 
 namespace infini::parallel {
 namespace {
+
+using infini::detail::json_text;
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -188,7 +176,7 @@ std::string holdings_text(const std::vector<ShardedTensor>& tensors, const std::
     for (const Chunk& c : t.chunks) chunks.push_back(chunk_json(c));
     list.push_back({{"key", t.key}, {"dtype", name(t.local.dtype())}, {"shape", t.global_shape}, {"chunks", chunks}});
   }
-  return json{{"stem", stem}, {"tensors", list}}.dump();
+  return json_text(json{{"stem", stem}, {"tensors", list}});
 }
 
 // "shard-<step>-<k>" for the smallest k naming no file in dir (rank 0 decides).
@@ -356,7 +344,7 @@ void AsyncCheckpointSave::State::publish() {
       for (const auto& [k, v] : options.metadata) meta[k] = v;
       const json manifest = {{"format", kFormat}, {"version", kVersion}, {"step", step}, {"world_size", world},
                              {"metadata", meta}, {"files", files}, {"tensors", entries}};
-      const std::string text = manifest.dump(1) + "\n";
+      const std::string text = json_text(manifest, 1) + "\n";
       io::write_file_atomically(dir / kManifest, [&](io::FileSink& out) { out.write(text); });
       // The files of earlier saves, and those a rank that died mid-write left behind.
       std::set<std::string> keep;

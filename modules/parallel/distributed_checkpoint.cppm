@@ -16,16 +16,8 @@
 //   parallel::save_distributed_checkpoint("ckpt", step, plan.sharded_state(), world);
 //   parallel::DistributedCheckpoint checkpoint("ckpt");   // any layout
 //   plan.load_sharded_state(checkpoint);
-module;
-#include <cstdint>
-#include <filesystem>
-#include <functional>
-#include <map>
-#include <memory>
-#include <string>
-#include <thread>
-#include <vector>
 export module infini.parallel:distributed_checkpoint;
+import infini.std;
 import infini.nn;
 import :process_group;
 import :sharded_tensor;

@@ -5,12 +5,8 @@
 //
 // Records are fixed-size and preformatted so that dump() only copies bytes and formats
 // integers: it is async-signal-safe and runs from the SIGTERM handler.
-module;
-#include <chrono>
-#include <cstdint>
-#include <string_view>
-#include <vector>
 export module infini.parallel:flight_recorder;
+import infini.std;
 
 export namespace infini::parallel {
 

@@ -1,8 +1,6 @@
 // Layout arithmetic and the per-dimension groups.
-module;
-#include <memory>
-#include <string>
 module infini.parallel;
+import infini.std;
 
 namespace infini::parallel {
 

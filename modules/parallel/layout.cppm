@@ -1,10 +1,8 @@
 // Layout: the world decomposed as dp x tp x pp in Megatron's order (tensor parallel
 // fastest, then data parallel, then pipeline: rank = tp + TP * (dp + DP * pp)), with vpp
 // virtual pipeline stages per pipeline rank. ParallelGroups holds one group per dimension.
-module;
-#include <memory>
-#include <string>
 export module infini.parallel:layout;
+import infini.std;
 import :process_group;
 
 export namespace infini::parallel {

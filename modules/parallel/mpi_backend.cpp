@@ -11,22 +11,12 @@ module;
 
 #include <pthread.h>
 
-#include <atomic>
-#include <chrono>
 #include <climits>
-#include <condition_variable>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
-#include <functional>
-#include <limits>
-#include <memory>
-#include <mutex>
-#include <optional>
-#include <string>
-#include <thread>
-#include <vector>
 module infini.parallel;
+import infini.std;
 
 namespace infini::parallel {
 namespace {

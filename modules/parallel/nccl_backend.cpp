@@ -11,11 +11,8 @@ module;
 
 #include <cstdint>
 #include <cstring>
-#include <memory>
-#include <optional>
-#include <string>
-#include <vector>
 module infini.parallel;
+import infini.std;
 
 namespace infini::parallel {
 

@@ -1,10 +1,8 @@
 // ParameterUnits (see parameter_units.cppm).
 module;
 #include <cstddef>
-#include <memory>
-#include <optional>
-#include <vector>
 module infini.parallel;
+import infini.std;
 
 namespace infini::parallel {
 

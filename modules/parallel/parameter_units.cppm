@@ -11,12 +11,8 @@
 //   units.gather(units.rest());
 //   Tensor x = embed(idx);
 //   for (b ...) x = units.run_block(b, blocks[b], x, false, b + 1 < n ? b + 1 : none, b > 0 ? b - 1 : none);
-module;
-#include <cstddef>
-#include <memory>
-#include <optional>
-#include <vector>
 export module infini.parallel:parameter_units;
+import infini.std;
 import infini.nn;
 import :reducer;
 

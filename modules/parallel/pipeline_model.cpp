@@ -1,15 +1,8 @@
 // ModelStage and the block split (see pipeline_model.cppm).
 module;
-#include <coroutine>
 #include <cstdint>
-#include <functional>
-#include <memory>
-#include <numeric>
-#include <string>
-#include <tuple>
-#include <utility>
-#include <vector>
 module infini.parallel;
+import infini.std;
 
 namespace infini::parallel {
 

@@ -3,17 +3,8 @@
 // and gradients (any dtype and shape: send_tensor) with the neighbouring stages of the
 // pipeline group. Virtual stage 0 also embeds the tokens; the last one also runs the head and
 // the loss. A step makes one ModelStage, runs a schedule on it and finishes it.
-module;
-#include <coroutine>
-#include <cstdint>
-#include <functional>
-#include <map>
-#include <memory>
-#include <string>
-#include <tuple>
-#include <utility>
-#include <vector>
 export module infini.parallel:pipeline_model;
+import infini.std;
 import infini.nn;
 import :process_group;
 import :work;

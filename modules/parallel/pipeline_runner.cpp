@@ -1,16 +1,9 @@
 // PipelineRunner (see pipeline_runner.cppm).
 module;
-#include <algorithm>
 #include <cmath>
-#include <coroutine>
 #include <cstdint>
-#include <functional>
-#include <memory>
-#include <optional>
-#include <string>
-#include <utility>
-#include <vector>
 module infini.parallel;
+import infini.std;
 
 namespace infini::parallel {
 

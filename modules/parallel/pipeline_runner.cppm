@@ -17,14 +17,8 @@
 //   pipeline.finish_gradients();
 //   optimizer.scaled_step(optim::clip_coefficient(pipeline.grad_norm(), 1.0));
 //   pipeline.share_tied_parameters();
-module;
-#include <cstdint>
-#include <functional>
-#include <memory>
-#include <string>
-#include <utility>
-#include <vector>
 export module infini.parallel:pipeline_runner;
+import infini.std;
 import infini.nn;
 import :process_group;
 import :layout;

@@ -1,12 +1,8 @@
 // The built-in pipeline schedules (see pipeline_stage.cppm) and the schedule checker.
 module;
-#include <algorithm>
-#include <coroutine>
 #include <cstdint>
-#include <string>
-#include <string_view>
-#include <utility>
 module infini.parallel;
+import infini.std;
 
 namespace infini::parallel {
 

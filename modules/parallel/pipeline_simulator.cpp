@@ -3,18 +3,9 @@
 // (compute, a message already sent) or for a message not yet sent. The loop runs everything
 // runnable, then advances the clock to the earliest pending event.
 module;
-#include <algorithm>
-#include <coroutine>
 #include <cstdint>
-#include <exception>
-#include <functional>
-#include <map>
-#include <memory>
-#include <string>
-#include <tuple>
-#include <utility>
-#include <vector>
 module infini.parallel;
+import infini.std;
 
 // spawn.cpp: co_spawn(io, task, done) from a plain translation unit.
 extern "C++" namespace infini::parallel::detail {

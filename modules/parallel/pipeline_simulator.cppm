@@ -3,9 +3,8 @@
 // and messages arriving after their link's latency and transfer time. It is the dry run that
 // checks a schedule before a real one (every call valid, every message received, no rank
 // waiting forever) and pipeline_lab's simulated mode.
-module;
-#include <string_view>
 export module infini.parallel:pipeline_simulator;
+import infini.std;
 import :pipeline_stage;
 import :pipeline_timeline;
 

@@ -17,14 +17,8 @@
 //     }
 //     for (int i = m - warmup; i < m; ++i) co_await s.backward(i);
 //   }
-module;
-#include <coroutine>
-#include <cstdint>
-#include <functional>
-#include <string>
-#include <string_view>
-#include <vector>
 export module infini.parallel:pipeline_stage;
+import infini.std;
 import :runtime;
 import :asio;
 

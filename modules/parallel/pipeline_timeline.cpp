@@ -1,13 +1,9 @@
 // Pipeline timelines: measures and renderings (see pipeline_timeline.cppm).
 module;
-#include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <limits>
-#include <string>
-#include <string_view>
-#include <vector>
 module infini.parallel;
+import infini.std;
 
 namespace infini::parallel {
 namespace {

@@ -1,11 +1,8 @@
 // What a pipeline step did on each rank: its compute intervals, from the simulator's virtual
 // clock or from a real run's steady clock (seconds from the step's start). Renders as text,
 // SVG and a Chrome trace (chrome://tracing, Perfetto), and measures the bubble.
-module;
-#include <string>
-#include <string_view>
-#include <vector>
 export module infini.parallel:pipeline_timeline;
+import infini.std;
 import :pipeline_stage;
 
 export namespace infini::parallel {

@@ -1,18 +1,12 @@
 // ProcessGroup: validation, staging, sequence numbers and the debug-mode signature check
 // around the backends; init_process_group and the world group.
 module;
-#include <algorithm>
-#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <memory>
-#include <optional>
-#include <string>
-#include <string_view>
-#include <vector>
 module infini.parallel;
+import infini.std;
 
 namespace infini::parallel {
 namespace {

@@ -6,15 +6,8 @@
 // Ranks and roots are ranks *in the group* (world_ranks() maps them to the world).
 // Tensors may have any strides: non-contiguous ones are staged through a contiguous copy
 // and copied back on completion. Zero-size tensors are valid operands.
-module;
-#include <chrono>
-#include <cstdint>
-#include <memory>
-#include <optional>
-#include <string>
-#include <string_view>
-#include <vector>
 export module infini.parallel:process_group;
+import infini.std;
 import infini.tensor;
 import :runtime;
 import :work;

@@ -15,14 +15,8 @@
 //
 // With set_sync(false) (DistributedDataParallel::no_sync) backward passes only accumulate
 // locally; the next synchronised backward averages everything accumulated.
-module;
-#include <cstddef>
-#include <cstdint>
-#include <memory>
-#include <optional>
-#include <string>
-#include <vector>
 export module infini.parallel:reducer;
+import infini.std;
 import infini.tensor;
 import :buckets;
 import :process_group;

@@ -2,13 +2,8 @@
 // drives every schedule. Coroutines never resume on another thread, so grad mode and the
 // other thread-locals stay valid across co_await. run() drives the io_context until one
 // coroutine finishes; co_spawn more on io_context() to have several in flight.
-module;
-#include <chrono>
-#include <coroutine>
-#include <exception>
-#include <optional>
-#include <utility>
 export module infini.parallel:runtime;
+import infini.std;
 import :asio;
 
 export namespace infini::parallel {

@@ -1,13 +1,8 @@
 // ShardedTensor builders (see sharded_tensor.cppm).
 module;
-#include <algorithm>
 #include <cstdint>
-#include <functional>
-#include <numeric>
-#include <string>
-#include <utility>
-#include <vector>
 module infini.parallel;
+import infini.std;
 
 namespace infini::parallel {
 

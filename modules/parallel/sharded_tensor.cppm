@@ -10,11 +10,8 @@
 //
 //   auto shard = parallel::tensor_parallel_shard("model/h.0.attn.c_attn.weight", w, spec, rank, tp);
 //   auto piece = parallel::flat_piece(shard, "optimizer/h.0.attn.c_attn.weight/exp_avg", m, 100, 900);
-module;
-#include <cstdint>
-#include <string>
-#include <vector>
 export module infini.parallel:sharded_tensor;
+import infini.std;
 import infini.nn;
 
 export namespace infini::parallel {

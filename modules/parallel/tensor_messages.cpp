@@ -1,10 +1,8 @@
 // Tensor messages with a dtype and shape header (see tensor_messages.cppm).
 module;
-#include <coroutine>
 #include <cstdint>
-#include <utility>
-#include <vector>
 module infini.parallel;
+import infini.std;
 
 namespace infini::parallel {
 namespace {

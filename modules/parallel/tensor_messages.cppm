@@ -5,10 +5,8 @@
 //   Work sent = send_tensor(*group, activation, next, tag);        // rank r
 //   TensorReceive incoming(*group, previous, tag);                 // rank r + 1, posted early
 //   Tensor x = co_await incoming.tensor();                         // or incoming.wait()
-module;
-#include <coroutine>
-#include <cstdint>
 export module infini.parallel:tensor_messages;
+import infini.std;
 import infini.tensor;
 import :runtime;
 import :process_group;

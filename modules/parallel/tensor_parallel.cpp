@@ -1,13 +1,9 @@
 // TensorParallel (see tensor_parallel.cppm).
 module;
-#include <algorithm>
-#include <array>
 #include <cmath>
 #include <cstdint>
-#include <memory>
-#include <utility>
-#include <vector>
 module infini.parallel;
+import infini.std;
 
 namespace infini::parallel {
 

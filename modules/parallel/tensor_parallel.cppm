@@ -11,11 +11,8 @@
 // Under ZeRO-1 (a Reducer with shard_gradients over the data-parallel group) the optimizer
 // holds this rank's pieces of the averaged gradients: the sequence-parallel sums take the
 // reducer.
-module;
-#include <cstdint>
-#include <memory>
-#include <vector>
 export module infini.parallel:tensor_parallel;
+import infini.std;
 import infini.nn;
 import :process_group;
 import :tp_mappings;

@@ -1,13 +1,8 @@
 // The tensor-parallel layers (see tp_layers.cppm).
 module;
 #include <cstdint>
-#include <memory>
-#include <numeric>
-#include <string>
-#include <string_view>
-#include <utility>
-#include <vector>
 module infini.parallel;
+import infini.std;
 
 namespace infini::parallel {
 namespace {

@@ -2,12 +2,8 @@
 // context: each is the nn layer it splits (a LinearImpl / EmbeddingImpl holding this rank's
 // shard), so models hold them where they hold the plain ones. S = the tensor-parallel size.
 // Their shards are sliced from whole tensors (nn::ShardSpec), never drawn per rank.
-module;
-#include <cstdint>
-#include <memory>
-#include <string>
-#include <vector>
 export module infini.parallel:tp_layers;
+import infini.std;
 import infini.nn;
 
 export namespace infini::parallel {

@@ -2,10 +2,8 @@
 // recorded with the transposed collective as its backward.
 module;
 #include <cstdint>
-#include <memory>
-#include <string_view>
-#include <utility>
 module infini.parallel;
+import infini.std;
 
 namespace infini::parallel {
 namespace {

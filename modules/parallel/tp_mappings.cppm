@@ -2,10 +2,8 @@
 // collectives over a tensor-parallel group, each one's backward the transpose of its forward.
 // They block until the collective completes (every rank of the group must call them in the
 // same order, as it runs the same model). Shapes: B batch, T sequence, S = group size.
-module;
-#include <cstdint>
-#include <memory>
 export module infini.parallel:tp_mappings;
+import infini.std;
 import infini.tensor;
 import :process_group;
 

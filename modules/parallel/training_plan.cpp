@@ -1,15 +1,9 @@
 // TrainingPlan (see training_plan.cppm).
 module;
-#include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdint>
-#include <memory>
-#include <optional>
-#include <string>
-#include <utility>
-#include <vector>
 module infini.parallel;
+import infini.std;
 
 namespace infini::parallel {
 

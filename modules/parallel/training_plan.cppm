@@ -19,15 +19,8 @@
 //     const parallel::StepResult r = plan.step(micro_batches);  // this data-parallel rank's
 //     schedule.step();
 //   }
-module;
-#include <cstddef>
-#include <cstdint>
-#include <functional>
-#include <memory>
-#include <optional>
-#include <string>
-#include <vector>
 export module infini.parallel:training_plan;
+import infini.std;
 import infini.nn;
 import :layout;
 import :ddp;

@@ -1,15 +1,10 @@
 // TrainingPlan's distributed-checkpoint state: this rank's model and optimizer state as
 // pieces of the whole model's tensors, and loading them back under any layout.
 module;
-#include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <exception>
-#include <map>
-#include <string>
-#include <utility>
-#include <vector>
 module infini.parallel;
+import infini.std;
 
 namespace infini::parallel {
 

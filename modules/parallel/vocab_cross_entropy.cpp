@@ -2,10 +2,9 @@
 // log(sum_v exp(x_nv - m_n)) + m_n - x_n,target with m_n the row maximum: every rank adds its
 // columns' share of the max, the sum and the target logit, and the ranks all-reduce them.
 module;
-#include <algorithm>
 #include <cstdint>
-#include <limits>
 module infini.parallel;
+import infini.std;
 
 namespace infini::parallel {
 namespace {

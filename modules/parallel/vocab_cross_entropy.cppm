@@ -2,9 +2,8 @@
 // vocab_parallel_cross_entropy): no rank ever holds a whole row of logits. Three all-reduces
 // per call (the row maxima, then the sums of exponentials and target logits together); the
 // backward needs no communication.
-module;
-#include <cstdint>
 export module infini.parallel:vocab_cross_entropy;
+import infini.std;
 import infini.tensor;
 import :tp_mappings;
 

@@ -1,18 +1,9 @@
 // WorkState: completion, failure, deadlines and waiters of one operation; blocking wait
 // and when_all.
 module;
-#include <algorithm>
-#include <chrono>
-#include <coroutine>
 #include <cstdlib>
-#include <exception>
-#include <functional>
-#include <memory>
-#include <optional>
-#include <string>
-#include <thread>
-#include <vector>
 module infini.parallel;
+import infini.std;
 
 namespace infini::parallel {
 namespace {

@@ -4,18 +4,8 @@
 // operation's CommError. Every operation has a deadline (its own timeout or
 // default_timeout()); past it the operation fails with a CommError that names it, the
 // flight recorder is dumped and the group is broken (later operations on it fail at once).
-module;
-#include <chrono>
-#include <coroutine>
-#include <cstdint>
-#include <exception>
-#include <functional>
-#include <memory>
-#include <optional>
-#include <string>
-#include <type_traits>
-#include <vector>
 export module infini.parallel:work;
+import infini.std;
 import infini.tensor;
 import :runtime;
 import :asio;

@@ -1,12 +1,8 @@
 // Tensor's autograd accessors, grad mode, and the hook table infini.autograd fills.
 module;
-#include <atomic>
 #include <cstdint>
-#include <functional>
-#include <memory>
-#include <string>
-#include <vector>
 module infini.tensor;
+import infini.std;
 
 namespace infini {
 namespace {

@@ -1,14 +1,8 @@
 // What infini.tensor knows of autograd: the per-tensor record (AutogradMeta), the graph
 // node interface (Node, Edge), grad mode, and the hooks through which infini.autograd
 // makes Tensor's own methods (views, copy_, fill_, backward) differentiable.
-module;
-#include <cstdint>
-#include <functional>
-#include <memory>
-#include <string>
-#include <string_view>
-#include <vector>
 export module infini.tensor:autograd_meta;
+import infini.std;
 import :tensor;
 
 export namespace infini {
@@ -80,7 +74,7 @@ class Node : public std::enable_shared_from_this<Node> {
   // Numbered in creation order ...
   Node(std::string name, std::vector<Edge> next_edges, std::uint32_t num_outputs = 1);
   // ... or with a given number: kRunsFirst for a node the engine runs as soon as it is ready.
-  static constexpr std::uint64_t kRunsFirst = UINT64_MAX;
+  static constexpr std::uint64_t kRunsFirst = std::numeric_limits<std::uint64_t>::max();
   Node(std::string name, std::vector<Edge> next_edges, std::uint32_t num_outputs, std::uint64_t sequence_nr);
   virtual ~Node() = default;
 

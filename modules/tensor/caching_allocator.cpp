@@ -5,16 +5,8 @@
 // A failed allocation empties the cache and tries once more before raising
 // OutOfMemoryError with the numbers.
 module;
-#include <bit>
 #include <cstdint>
 #include <cstdlib>
-#include <functional>
-#include <map>
-#include <memory>
-#include <mutex>
-#include <string>
-#include <unordered_map>
-#include <vector>
 
 #include "infini/cuda/block_allocator.h"
 #if INFINI_HAS_CUDA
@@ -22,6 +14,7 @@ module;
 #include "infini/cuda/graph.h"
 #endif
 module infini.tensor;
+import infini.std;
 import :cuda_graph;
 
 namespace infini {

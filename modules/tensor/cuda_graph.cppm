@@ -12,9 +12,8 @@
 //   gradient norm), random ops and synchronize raise a DeviceError naming themselves; the
 //   capture is then abandoned (the graph can be captured again).
 // In a build without CUDA, or for a device that is not CUDA, capture_begin raises DeviceError.
-module;
-#include <cstdint>
 export module infini.tensor:cuda_graph;
+import infini.std;
 import :device;
 
 export namespace infini {

@@ -1,10 +1,6 @@
 // Device: where a tensor's memory lives. "cpu" or "cuda:N".
-module;
-#include <cstdint>
-#include <ostream>
-#include <string>
-#include <string_view>
 export module infini.tensor:device;
+import infini.std;
 import :error;
 
 export namespace infini {

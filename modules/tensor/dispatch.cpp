@@ -1,9 +1,7 @@
 // The list of kernel tables behind kernel_tables(), filled as tables get their first entry
 // (during static initialisation of the library, one thread).
-module;
-#include <mutex>
-#include <vector>
 module infini.tensor;
+import infini.std;
 
 namespace infini {
 namespace {

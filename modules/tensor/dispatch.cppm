@@ -2,13 +2,8 @@
 // struct with a name and a function-pointer type, so registering or calling a kernel
 // with the wrong signature does not compile (no void* casts). infini.kernels fills the
 // tables when the library loads; a missing entry is a DeviceError naming op and device.
-module;
-#include <array>
-#include <cstdint>
-#include <string_view>
-#include <utility>
-#include <vector>
 export module infini.tensor:dispatch;
+import infini.std;
 import :error;
 import :device;
 import :generator;

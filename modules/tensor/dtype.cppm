@@ -1,13 +1,7 @@
 // DataType: the element types a Tensor can hold, their names and sizes, PyTorch's
 // type promotion, and dispatch from a runtime DataType to a C++ type.
-module;
-#include <cstddef>
-#include <cstdint>
-#include <ostream>
-#include <string>
-#include <string_view>
-#include <type_traits>
 export module infini.tensor:dtype;
+import infini.std;
 import :error;
 import :half;
 

@@ -1,13 +1,7 @@
 // Errors: every failure on user input is an infini::Error (or a subclass) whose
 // message names the op, the offending shapes/dtypes/devices and what was expected.
-module;
-#include <cstdint>
-#include <sstream>
-#include <stdexcept>
-#include <string>
-#include <string_view>
-#include <vector>
 export module infini.tensor:error;
+import infini.std;
 
 export namespace infini {
 

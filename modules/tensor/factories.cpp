@@ -3,14 +3,8 @@
 module;
 #include <cmath>
 #include <cstdint>
-#include <memory>
-#include <string_view>
-#include <functional>
-#include <limits>
-#include <optional>
-#include <type_traits>
-#include <vector>
 module infini.tensor;
+import infini.std;
 
 namespace infini {
 namespace {

@@ -1,11 +1,7 @@
 // Factories: new tensors from sizes, values, ranges, random numbers or existing memory.
 // Unless a factory says otherwise an unset dtype means float32.
-module;
-#include <cstdint>
-#include <functional>
-#include <optional>
-#include <vector>
 export module infini.tensor:factories;
+import infini.std;
 import :error;
 import :dtype;
 import :device;

@@ -1,11 +1,8 @@
 // Random numbers: Philox4x32-10, a counter-based generator. Element i of a random tensor
 // is a pure function of (seed, offset + i), so results do not depend on how many threads
 // (or which device) fill the tensor. A Generator hands out counter ranges.
-module;
-#include <array>
-#include <cstdint>
-#include <mutex>
 export module infini.tensor:generator;
+import infini.std;
 
 export namespace infini {
 

@@ -1,10 +1,8 @@
 // 16-bit floating point storage types: IEEE binary16 (Half) and bfloat16 (BFloat16).
 // Conversions from float round to nearest even; NaN stays NaN (quieted), Inf stays Inf,
 // values too large for the format become Inf, f16 subnormals are exact.
-module;
-#include <bit>
-#include <cstdint>
 export module infini.tensor:half;
+import infini.std;
 
 export namespace infini {
 

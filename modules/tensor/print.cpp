@@ -5,15 +5,11 @@
 // from the nonzero finite values only (nan, inf and 0 are padded to it, never widen it).
 // Tensors with more than 1000 elements show 3 items at each edge of each dim.
 module;
-#include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <memory>
-#include <string_view>
 #include <cstdio>
-#include <string>
-#include <vector>
 module infini.tensor;
+import infini.std;
 
 namespace infini {
 namespace {

@@ -1,13 +1,7 @@
 // Scalar: one number of any kind (bool, integer, floating point), as taken by fill_,
 // full and returned by item(). Integers are held as int64 so they round-trip exactly.
-module;
-#include <bit>
-#include <cmath>
-#include <cstdint>
-#include <limits>
-#include <ostream>
-#include <type_traits>
 export module infini.tensor:scalar;
+import infini.std;
 import :dtype;
 import :half;
 

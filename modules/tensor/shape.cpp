@@ -1,11 +1,7 @@
 module;
-#include <algorithm>
 #include <cstdint>
-#include <memory>
-#include <limits>
-#include <string_view>
-#include <vector>
 module infini.tensor;
+import infini.std;
 
 namespace infini {
 

@@ -1,11 +1,7 @@
 // Shape arithmetic shared by tensors and kernels: checked element counts,
 // contiguous strides, dim wrapping, -1 inference and broadcasting.
-module;
-#include <cstdint>
-#include <limits>
-#include <string_view>
-#include <vector>
 export module infini.tensor:shape;
+import infini.std;
 import :error;
 
 export namespace infini {

@@ -1,10 +1,7 @@
 // Storage: a reference-counted block of bytes on one device, from the device's caching
 // allocator or wrapped around memory the caller owns. Per-device memory statistics.
-module;
-#include <cstdint>
-#include <functional>
-#include <memory>
 export module infini.tensor:storage;
+import infini.std;
 import :device;
 
 export namespace infini {

@@ -1,13 +1,8 @@
 // Tensor basics: construction, metadata, element access, copies and conversions.
 module;
-#include <algorithm>
 #include <cstdint>
-#include <memory>
-#include <optional>
-#include <string_view>
-#include <utility>
-#include <vector>
 module infini.tensor;
+import infini.std;
 
 namespace infini {
 

@@ -1,16 +1,8 @@
 // Tensor: a cheap value handle (shared impl) to a strided view of a Storage:
 // shape, strides (in elements), storage offset, dtype and device.
 // Copying a Tensor copies the handle; views share the storage and never copy data.
-module;
-#include <cstdint>
-#include <functional>
-#include <memory>
-#include <optional>
-#include <ostream>
-#include <string>
-#include <string_view>
-#include <vector>
 export module infini.tensor:tensor;
+import infini.std;
 import :error;
 import :dtype;
 import :device;

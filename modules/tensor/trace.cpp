@@ -1,20 +1,10 @@
 // Chrome trace events (see trace.cppm).
 module;
-#include <chrono>
 #include <cstdio>
-#include <fstream>
-#include <iterator>
-#include <atomic>
-#include <filesystem>
-#include <mutex>
-#include <sstream>
-#include <string>
-#include <system_error>
-#include <utility>
-#include <vector>
 
 #include <nlohmann/json.hpp>
 module infini.tensor;
+import infini.std;
 
 namespace infini::trace {
 

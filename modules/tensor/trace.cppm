@@ -12,14 +12,8 @@
 //   ... a step ...
 //   trace::set_recording(false);
 //   trace::write_chrome_file(dir / "rank_0.json", trace::take_events(), 0, "rank 0");
-module;
-#include <atomic>
-#include <cstdint>
-#include <filesystem>
-#include <string>
-#include <string_view>
-#include <vector>
 export module infini.tensor:trace;
+import infini.std;
 
 export namespace infini::trace {
 

@@ -1,14 +1,8 @@
 // View ops: each computes a new (shape, strides, offset) over the same storage.
 module;
-#include <algorithm>
 #include <cstdint>
-#include <memory>
-#include <string_view>
-#include <limits>
-#include <numeric>
-#include <optional>
-#include <vector>
 module infini.tensor;
+import infini.std;
 
 namespace infini {
 

@@ -1,9 +1,8 @@
 // CPU accumulate_: parallel when dst's elements are distinct, serial otherwise.
 module;
-#include <algorithm>
-#include <array>
 #include <cstdint>
 module infini.kernels;
+import infini.std;
 
 namespace infini::kernels {
 namespace {

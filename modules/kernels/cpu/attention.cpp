@@ -3,12 +3,10 @@
 // from q, k and the saved log-sum-exp. Parallel over query rows (forward) and over
 // (batch, key/value head) pairs (backward, so that dK and dV have a single writer).
 module;
-#include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <limits>
-#include <vector>
 module infini.kernels;
+import infini.std;
 
 namespace infini::kernels {
 namespace {

@@ -1,14 +1,12 @@
 // CPU binary and where kernels over three strided operands of one shape.
 module;
-#include <array>
-#include <atomic>
 #include <cmath>
 #include <cstdint>
-#include <type_traits>
 
 #include "infini/math/gelu.h"
 #include "vector_rows.h"
 module infini.kernels;
+import infini.std;
 
 namespace infini::kernels {
 namespace {

@@ -3,12 +3,9 @@
 // depend on the thread count. Geometries of 1 or 2 spatial dims run as 3-d ones with
 // leading dims of size 1.
 module;
-#include <algorithm>
-#include <array>
 #include <cstdint>
-#include <utility>
-#include <vector>
 module infini.kernels;
+import infini.std;
 
 namespace infini::kernels {
 namespace {

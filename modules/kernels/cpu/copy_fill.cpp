@@ -1,9 +1,8 @@
 // CPU copy (with dtype conversion) and fill kernels.
 module;
-#include <algorithm>
-#include <array>
 #include <cstdint>
 module infini.kernels;
+import infini.std;
 
 namespace infini::kernels {
 namespace {

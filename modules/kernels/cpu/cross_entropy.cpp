@@ -5,16 +5,12 @@
 // widened into a float32 row buffer and take the float32 path, their loss float32 and their
 // gradient rounded once: the bits of casting the logits to float32 first.
 module;
-#include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstdint>
-#include <limits>
-#include <type_traits>
-#include <vector>
 
 #include "vector_rows.h"
 module infini.kernels;
+import infini.std;
 
 namespace infini::kernels {
 namespace {

@@ -1,9 +1,7 @@
 // Scalar math shared by the CPU elementwise kernels: the compute type of each storage
 // type (float for f16/bf16) and NaN tests that also accept integers.
-module;
-#include <cmath>
-#include <type_traits>
 export module infini.kernels:elementwise_math;
+import infini.std;
 import infini.tensor;
 
 export namespace infini::kernels {

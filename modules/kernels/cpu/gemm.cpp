@@ -5,17 +5,13 @@
 // other layouts are copied first. A large product is split over the OpenMP threads
 // (inside gemm); a batch of small ones is spread over them, one whole product per thread.
 module;
-#include <algorithm>
-#include <array>
-#include <atomic>
 #include <cstdint>
-#include <type_traits>
-#include <vector>
 
 #include "gemm_eigen.h"
 #include "sgemm_amx.h"
 #include "sgemm_packed.h"
 module infini.kernels;
+import infini.std;
 
 namespace infini::kernels {
 namespace {

@@ -4,12 +4,9 @@
 // one element happen in index order on one thread: the last copy wins, reductions
 // accumulate in order, and threads never share an output element.
 module;
-#include <algorithm>
-#include <array>
 #include <cstdint>
-#include <optional>
-#include <vector>
 module infini.kernels;
+import infini.std;
 
 namespace infini::kernels {
 namespace {

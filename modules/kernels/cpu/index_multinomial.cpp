@@ -4,14 +4,10 @@
 // exponential-race trick (category c wins with key E_c / p_c, E_c ~ Exp(1); the
 // num_samples smallest keys, in increasing order, are a draw without replacement).
 module;
-#include <algorithm>
-#include <array>
 #include <cmath>
 #include <cstdint>
-#include <limits>
-#include <utility>
-#include <vector>
 module infini.kernels;
+import infini.std;
 
 namespace infini::kernels {
 namespace {

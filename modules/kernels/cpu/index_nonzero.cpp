@@ -3,10 +3,9 @@
 // coordinates in parallel (walking runs of the last dim), so rows come out in row-major
 // order whatever the thread count.
 module;
-#include <algorithm>
 #include <cstdint>
-#include <vector>
 module infini.kernels;
+import infini.std;
 
 namespace infini::kernels {
 namespace {

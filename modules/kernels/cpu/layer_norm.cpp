@@ -5,14 +5,13 @@
 // 64 rows, each chunk's partial sums added in chunk order, so results do not depend on the
 // thread count.
 module;
-#include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <vector>
 
 #include "infini/math/rounded.h"
 #include "partial_sums.h"
 module infini.kernels;
+import infini.std;
 
 namespace infini::kernels {
 namespace {

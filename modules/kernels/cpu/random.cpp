@@ -3,11 +3,11 @@
 // any thread, and the CUDA kernels, may compute any element.
 module;
 #include <cstdint>
-#include <type_traits>
 
 #include "infini/math/philox.h"
 #include "infini/math/random_transforms.h"
 module infini.kernels;
+import infini.std;
 
 namespace infini::kernels {
 namespace {

@@ -6,17 +6,13 @@
 // chunk, floating-point sums go to kLanes accumulators by inner index (element i to lane
 // i % kLanes), which vectorises and keeps results independent of the input's strides.
 module;
-#include <algorithm>
-#include <array>
 #include <cmath>
 #include <cstdint>
-#include <limits>
 #include <omp.h>
-#include <type_traits>
-#include <vector>
 
 #include "vector_rows.h"
 module infini.kernels;
+import infini.std;
 
 namespace infini::kernels {
 namespace {

@@ -6,13 +6,10 @@
 // kLines neighbouring lines advance together, one step of the dim at a time, so that memory
 // is still walked in order. Blocks of lines are spread over threads.
 module;
-#include <algorithm>
-#include <array>
 #include <cmath>
 #include <cstdint>
-#include <limits>
-#include <type_traits>
 module infini.kernels;
+import infini.std;
 
 namespace infini::kernels {
 namespace {

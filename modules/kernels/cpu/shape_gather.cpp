@@ -2,13 +2,11 @@
 // Both write each output element from one thread, in a fixed order: results do not depend
 // on the thread count.
 module;
-#include <algorithm>
 #include <cstdint>
-#include <type_traits>
-#include <vector>
 
 #include "../destination_groups.h"
 module infini.kernels;
+import infini.std;
 
 namespace infini::kernels {
 namespace {

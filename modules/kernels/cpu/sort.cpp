@@ -5,17 +5,10 @@
 // and descending order is the order of the complemented keys. Each slice is handled by
 // one thread.
 module;
-#include <algorithm>
-#include <array>
-#include <bit>
 #include <cmath>
 #include <cstdint>
-#include <limits>
-#include <numeric>
-#include <type_traits>
-#include <utility>
-#include <vector>
 module infini.kernels;
+import infini.std;
 
 namespace infini::kernels {
 namespace {

@@ -4,12 +4,11 @@
 module;
 #include <omp.h>
 
-#include <algorithm>
 #include <cstdint>
-#include <vector>
 
 #include "infini/math/jacobi_svd.h"
 module infini.kernels;
+import infini.std;
 
 namespace infini::kernels {
 namespace {

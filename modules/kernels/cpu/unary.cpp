@@ -1,13 +1,12 @@
 // CPU unary kernels: one strided row loop per op, computing f16/bf16 in float.
 module;
-#include <array>
 #include <cmath>
 #include <cstdint>
-#include <type_traits>
 
 #include "infini/math/gelu.h"
 #include "vector_rows.h"
 module infini.kernels;
+import infini.std;
 
 namespace infini::kernels {
 namespace {

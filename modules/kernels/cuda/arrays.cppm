@@ -1,13 +1,9 @@
 // Internal to the CUDA registrations: tensors as cuda::StridedArray for the plain kernel
 // interface, and CUDA errors turned into infini errors that name the op and device.
 module;
-#include <array>
-#include <cstddef>
-#include <cstdint>
-#include <string_view>
-
 #include "infini/cuda/cuda.h"
 module infini.kernels:cuda_arrays;
+import infini.std;
 import infini.tensor;
 import :strided_loop;
 

@@ -1,10 +1,10 @@
 // The CUDA copy and fill kernels as entries of infini.tensor's tables.
 module;
-#include <array>
 #include <cstdint>
 #include <cstring>
 #include "infini/cuda/cuda.h"
 module infini.kernels;
+import infini.std;
 import :cuda_arrays;
 
 namespace infini::kernels {

@@ -1,12 +1,12 @@
 // The CUDA unary, binary, where and accumulate_ kernels as entries of the kernel tables.
 // dtype checks happen here, before any launch, with the CPU kernels' errors.
 module;
-#include <array>
 #include <cstdint>
 
 #include "infini/cuda/cuda.h"
 #include "infini/cuda/elementwise.h"
 module infini.kernels;
+import infini.std;
 import :cuda_arrays;
 
 namespace infini::kernels {

@@ -3,12 +3,11 @@
 module;
 #include <cstddef>
 #include <cstdint>
-#include <optional>
-#include <vector>
 
 #include "infini/cuda/cuda.h"
 #include "infini/cuda/index.h"
 module infini.kernels;
+import infini.std;
 import :cuda_arrays;
 
 namespace infini::kernels {

@@ -4,14 +4,12 @@
 // the batch dims are merged into one strided batch per cuBLASLt call, the dims that do not
 // merge looped here.
 module;
-#include <algorithm>
-#include <array>
 #include <cstdint>
-#include <vector>
 
 #include "infini/cuda/cuda.h"
 #include "infini/cuda/linalg.h"
 module infini.kernels;
+import infini.std;
 import :cuda_arrays;
 
 namespace infini::kernels {

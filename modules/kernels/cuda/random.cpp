@@ -3,10 +3,10 @@
 module;
 #include <cstddef>
 #include <cstdint>
-#include <vector>
 
 #include "infini/cuda/random.h"
 module infini.kernels;
+import infini.std;
 import :cuda_arrays;
 
 namespace infini::kernels {

@@ -4,12 +4,12 @@
 module;
 #include <cstddef>
 #include <cstdint>
-#include <vector>
 
 #include "infini/cuda/cuda.h"
 #include "infini/cuda/index.h"
 #include "../destination_groups.h"
 module infini.kernels;
+import infini.std;
 import :cuda_arrays;
 
 namespace infini::kernels {

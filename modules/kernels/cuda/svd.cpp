@@ -2,13 +2,13 @@
 // allocated here as a tensor on a's device, and the matrices run in cuda::svd
 // (cuda/src/svd.cu), one thread each.
 module;
-#include <algorithm>
 #include <cstdint>
 
 #include "infini/cuda/cuda.h"
 #include "infini/cuda/linalg.h"
 #include "infini/math/jacobi_svd.h"
 module infini.kernels;
+import infini.std;
 import :cuda_arrays;
 
 namespace infini::kernels {

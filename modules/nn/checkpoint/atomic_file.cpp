@@ -1,20 +1,14 @@
 // write_file_atomically with POSIX calls: open(O_EXCL) a temporary file next to the target,
 // write, fsync, close, rename over the target, fsync the directory.
 module;
-#include <atomic>
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
-#include <filesystem>
-#include <functional>
-#include <span>
-#include <string>
-#include <string_view>
-#include <system_error>
-#include <utility>
+#include <cstdio>
 #include <fcntl.h>
 #include <unistd.h>
 module infini.nn;
+import infini.std;
 
 namespace infini::io {
 namespace {

@@ -8,16 +8,8 @@
 //     out.write(header);
 //     out.write(std::as_bytes(std::span(data)));
 //   });
-module;
-#include <cstddef>
-#include <cstdint>
-#include <filesystem>
-#include <functional>
-#include <span>
-#include <string>
-#include <string_view>
-#include <utility>
 export module infini.nn:atomic_file;
+import infini.std;
 import infini.tensor;
 
 export namespace infini::io {

@@ -1,21 +1,15 @@
 // Checkpoint directories: the manifest (JSON) and the tensors file it names.
 module;
 #include <cstdint>
-#include <filesystem>
-#include <fstream>
-#include <functional>
-#include <iterator>
-#include <map>
-#include <set>
-#include <string>
-#include <system_error>
-#include <utility>
-#include <vector>
 #include <nlohmann/json.hpp>
+#include "json_text.h"
 module infini.nn;
+import infini.std;
 
 namespace infini::io {
 namespace {
+
+using infini::detail::json_text;
 
 namespace fs = std::filesystem;
 using detail::quote;
@@ -84,7 +78,7 @@ class ManifestReader {
     if (it == manifest.end()) fail(concat("has no \"", key, "\""));
     const bool ok = it->type() == type ||
                     (type == nlohmann::json::value_t::number_integer && it->is_number_unsigned());
-    if (!ok) fail(concat("\"", key, "\" must be ", expected, ", got ", it->dump()));
+    if (!ok) fail(concat("\"", key, "\" must be ", expected, ", got ", json_text(*it)));
     return *it;
   }
 
@@ -122,7 +116,7 @@ void save_checkpoint(const fs::path& dir, const Checkpoint& checkpoint) {
   for (const auto& [key, value] : checkpoint.metadata) manifest["metadata"][key] = value;
   std::string text;
   try {
-    text = manifest.dump(2) + "\n";
+    text = json_text(manifest, 2) + "\n";
   } catch (const nlohmann::json::type_error&) {
     fs::remove(dir / tensors_name, ec);
     throw IOError("save_checkpoint", "a part name or metadata key or value is not valid UTF-8 (the manifest is JSON)");
@@ -142,13 +136,13 @@ Checkpoint load_checkpoint(const fs::path& dir) {
   const nlohmann::json manifest = reader.read();
   if (!manifest.is_object()) reader.fail("must hold a JSON object");
   if (reader.field(manifest, "format", value_t::string, "a string") != kFormat)
-    reader.fail(concat("\"format\" must be \"", kFormat, "\", got ", manifest["format"].dump()));
+    reader.fail(concat("\"format\" must be \"", kFormat, "\", got ", json_text(manifest["format"])));
   const nlohmann::json& version = reader.field(manifest, "version", value_t::number_integer, "an integer");
   if (version != kVersion)
-    reader.fail(concat("\"version\" ", version.dump(), " is not supported (this reader knows version ", kVersion, ")"));
+    reader.fail(concat("\"version\" ", json_text(version), " is not supported (this reader knows version ", kVersion, ")"));
   const nlohmann::json& step = reader.field(manifest, "step", value_t::number_integer, "an integer");
   if (step.is_number_unsigned() && step.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX))
-    reader.fail(concat("\"step\" ", step.dump(), " does not fit in int64"));
+    reader.fail(concat("\"step\" ", json_text(step), " does not fit in int64"));
   const std::string tensors_name = reader.field(manifest, "tensors", value_t::string, "a string").get<std::string>();
   if (!is_tensors_file(tensors_name) || fs::path(tensors_name).filename() != tensors_name)
     reader.fail(concat("\"tensors\" must name a state-*.safetensors file in the same directory, got ", quote(tensors_name)));
@@ -159,13 +153,13 @@ Checkpoint load_checkpoint(const fs::path& dir) {
   Checkpoint checkpoint;
   checkpoint.step = step.get<std::int64_t>();
   for (const nlohmann::json& part : part_list) {
-    if (!part.is_string()) reader.fail(concat("\"parts\" must hold strings, got ", part.dump()));
+    if (!part.is_string()) reader.fail(concat("\"parts\" must hold strings, got ", json_text(part)));
     const std::string name = part.get<std::string>();
     if (name.empty() || name.find('/') != std::string::npos) reader.fail(concat("invalid part name ", quote(name)));
     if (!checkpoint.parts.emplace(name, StateDict{}).second) reader.fail(concat("part ", quote(name), " is listed twice"));
   }
   for (const auto& [key, value] : metadata.items()) {
-    if (!value.is_string()) reader.fail(concat("metadata ", quote(key), " must be a string, got ", value.dump()));
+    if (!value.is_string()) reader.fail(concat("metadata ", quote(key), " must be a string, got ", json_text(value)));
     checkpoint.metadata.emplace(key, value.get<std::string>());
   }
 

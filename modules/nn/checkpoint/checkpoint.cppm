@@ -17,16 +17,8 @@
 //   io::save_checkpoint("ckpt", state);
 //   ...
 //   io::load_checkpoint("ckpt", state);  // every part restored, and state.step
-module;
-#include <concepts>
-#include <cstdint>
-#include <filesystem>
-#include <functional>
-#include <map>
-#include <string>
-#include <utility>
-#include <vector>
 export module infini.nn:checkpoint;
+import infini.std;
 import infini.tensor;
 import :state_dict;
 

@@ -4,13 +4,8 @@
 //
 //   io::save_safetensors("model.safetensors", model->state_dict(), {{"format", "pt"}});
 //   auto [tensors, metadata] = io::load_safetensors("model.safetensors");
-module;
-#include <cstddef>
-#include <filesystem>
-#include <map>
-#include <span>
-#include <string>
 export module infini.nn:safetensors;
+import infini.std;
 import infini.tensor;
 import :state_dict;
 

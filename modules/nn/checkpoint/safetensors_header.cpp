@@ -5,14 +5,9 @@
 module;
 #include <cstddef>
 #include <cstdint>
-#include <map>
-#include <set>
-#include <string>
-#include <string_view>
-#include <utility>
-#include <vector>
 #include <nlohmann/json.hpp>
 module infini.nn;
+import infini.std;
 
 namespace infini::io::detail {
 namespace {

@@ -1,15 +1,7 @@
 // Internal to the safetensors reader and writer (infini.nn imports it without exporting it):
 // dtype names, the JSON header as parsed, and IOErrors that name the file being read.
-module;
-#include <array>
-#include <cstddef>
-#include <cstdint>
-#include <map>
-#include <optional>
-#include <string>
-#include <string_view>
-#include <vector>
 export module infini.nn:safetensors_header;
+import infini.std;
 import infini.tensor;
 
 export namespace infini::io::detail {

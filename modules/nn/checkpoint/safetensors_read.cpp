@@ -3,26 +3,16 @@
 // allocated only after the whole layout was checked against the bytes present, so every
 // allocation is bounded by the input's size.
 module;
-#include <algorithm>
-#include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <cerrno>
 #include <cstring>
-#include <filesystem>
-#include <limits>
-#include <map>
-#include <span>
-#include <string>
-#include <string_view>
-#include <system_error>
-#include <tuple>
-#include <utility>
-#include <vector>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 module infini.nn;
+import infini.std;
 
 namespace infini::io {
 namespace {

@@ -2,19 +2,17 @@
 // "__metadata__" first, then one entry per tensor with keys dtype, shape, data_offsets,
 // padded with spaces to a multiple of 8 bytes), then each tensor's bytes, in name order.
 module;
-#include <array>
 #include <cstddef>
 #include <cstdint>
-#include <filesystem>
-#include <map>
-#include <span>
-#include <string>
-#include <string_view>
 #include <nlohmann/json.hpp>
+#include "json_text.h"
 module infini.nn;
+import infini.std;
 
 namespace infini::io {
 namespace {
+
+using infini::detail::json_text;
 
 constexpr std::string_view kOp = "save_safetensors";
 
@@ -22,7 +20,7 @@ constexpr std::string_view kOp = "save_safetensors";
 // UTF-8 as is); IOError when it is not valid UTF-8, which JSON text must be.
 std::string json_string(const std::string& text, std::string_view what) {
   try {
-    return nlohmann::json(text).dump();
+    return json_text(nlohmann::json(text));
   } catch (const nlohmann::json::type_error&) {
     throw IOError(kOp, concat(what, " ", detail::quote(text), " is not valid UTF-8 (the safetensors header is JSON)"));
   }

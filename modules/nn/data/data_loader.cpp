@@ -1,17 +1,8 @@
 // LoaderCore, option checks and epoch orders (see data_loader.cppm).
 module;
-#include <algorithm>
-#include <any>
 #include <cstdint>
-#include <limits>
-#include <map>
-#include <memory>
-#include <numeric>
-#include <optional>
-#include <string>
-#include <utility>
-#include <vector>
 module infini.nn;
+import infini.std;
 
 namespace infini::data {
 namespace {

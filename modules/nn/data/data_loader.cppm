@@ -11,18 +11,8 @@
 // state_dict() holds (epoch, position, seed), position counting the batches handed out in
 // this epoch, including the one in hand; a loader loaded from it continues with exactly the
 // remaining batches.
-module;
-#include <algorithm>
-#include <any>
-#include <cstdint>
-#include <functional>
-#include <iterator>
-#include <memory>
-#include <optional>
-#include <type_traits>
-#include <utility>
-#include <vector>
 export module infini.nn:data_loader;
+import infini.std;
 import infini.autograd;
 import :state_dict;
 import :dataset;

@@ -1,10 +1,8 @@
 // Philox permutations and per-batch generators (see data_random.cppm).
 module;
 #include <cstdint>
-#include <numeric>
-#include <utility>
-#include <vector>
 module infini.nn;
+import infini.std;
 
 namespace infini::data {
 namespace {

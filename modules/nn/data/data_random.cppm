@@ -5,10 +5,8 @@
 //   of epoch e on some thread, that is a Generator seeded from (loader seed, e, k), so an
 //   augmented batch is the same whichever thread builds it; elsewhere it is
 //   infini::default_generator() (seeded by manual_seed).
-module;
-#include <cstdint>
-#include <vector>
 export module infini.nn:data_random;
+import infini.std;
 import infini.autograd;
 
 export namespace infini::data {

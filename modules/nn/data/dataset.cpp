@@ -1,9 +1,8 @@
 // TensorDataset and the default collate (see dataset.cppm).
 module;
 #include <cstdint>
-#include <utility>
-#include <vector>
 module infini.nn;
+import infini.std;
 
 namespace infini::data {
 

@@ -1,14 +1,8 @@
 // Datasets (torch.utils.data): a Dataset is indexed (size(), get(i)), an IterableDataset
 // is read as a stream. Example is the default element: an input and its target; batches
 // of Examples are made by collate (stacking along a new dim 0).
-module;
-#include <cstdint>
-#include <functional>
-#include <memory>
-#include <optional>
-#include <utility>
-#include <vector>
 export module infini.nn:dataset;
+import infini.std;
 import infini.autograd;
 
 export namespace infini::data {

@@ -1,10 +1,8 @@
 // FashionMNIST (see fashion_mnist.cppm).
 module;
 #include <cstdint>
-#include <filesystem>
-#include <string>
-#include <utility>
 module infini.nn;
+import infini.std;
 
 namespace infini::data {
 namespace {

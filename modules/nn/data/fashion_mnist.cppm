@@ -2,10 +2,8 @@
 // from the IDX files in `root`: train-images-idx3-ubyte / train-labels-idx1-ubyte
 // (60000 examples) or t10k-* (10000), each plain or with a .gz suffix. Debian's
 // dataset-fashion-mnist package installs them in /usr/share/datasets/fashion-mnist.
-module;
-#include <cstdint>
-#include <string>
 export module infini.nn:fashion_mnist;
+import infini.std;
 import infini.autograd;
 import :dataset;
 import :transforms;

@@ -4,18 +4,12 @@
 module;
 #include <zlib.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
-#include <memory>
-#include <string>
-#include <system_error>
-#include <type_traits>
-#include <vector>
 module infini.nn;
+import infini.std;
 
 namespace infini::data {
 namespace {

@@ -4,9 +4,8 @@
 // file's size (a gzip file's decompressed size) must equal what it announces before the
 // values are kept: anything else raises IOError naming the file, the expected and the
 // actual size.
-module;
-#include <string>
 export module infini.nn:idx;
+import infini.std;
 import infini.autograd;
 
 export namespace infini::data {

@@ -3,18 +3,9 @@
 module;
 #include <pthread.h>
 
-#include <algorithm>
-#include <any>
-#include <condition_variable>
 #include <cstdint>
-#include <exception>
-#include <map>
-#include <memory>
-#include <mutex>
-#include <thread>
-#include <utility>
-#include <vector>
 module infini.nn;
+import infini.std;
 
 namespace infini::data {
 

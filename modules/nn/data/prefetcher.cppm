@@ -4,12 +4,8 @@
 // `window` batches ahead of the consumer, so memory stays bounded. An exception thrown by
 // produce(k) is rethrown by the next() that reaches batch k. Destroying a Prefetcher
 // stops its threads (each finishes the batch in hand) and joins them.
-module;
-#include <any>
-#include <cstdint>
-#include <functional>
-#include <memory>
 export module infini.nn:prefetcher;
+import infini.std;
 
 export namespace infini::data {
 

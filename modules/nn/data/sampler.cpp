@@ -1,10 +1,8 @@
 // Sequential, random and distributed samplers (see sampler.cppm).
 module;
 #include <cstdint>
-#include <numeric>
-#include <string_view>
-#include <vector>
 module infini.nn;
+import infini.std;
 
 namespace infini::data {
 namespace {

@@ -1,10 +1,8 @@
 // Samplers: the order in which a DataLoader visits dataset indices, epoch by epoch
 // (torch.utils.data.Sampler). indices(epoch) is a pure function of the epoch, so a loader
 // resumed from a state dict sees the same order again.
-module;
-#include <cstdint>
-#include <vector>
 export module infini.nn:sampler;
+import infini.std;
 import infini.autograd;
 
 export namespace infini::data {

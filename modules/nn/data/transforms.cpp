@@ -1,10 +1,8 @@
 // Normalize, RandomHorizontalFlip, RandomCrop and Compose (see transforms.cppm).
 module;
-#include <array>
 #include <cstdint>
-#include <utility>
-#include <vector>
 module infini.nn;
+import infini.std;
 
 namespace infini::data {
 namespace {

@@ -4,12 +4,8 @@
 // image. Random draws come from the generator given at construction, else from
 // data::batch_generator() (a loader's per-batch generator, so augmentation does not
 // depend on num_workers).
-module;
-#include <array>
-#include <cstdint>
-#include <functional>
-#include <vector>
 export module infini.nn:transforms;
+import infini.std;
 import infini.autograd;
 
 export namespace infini::data {

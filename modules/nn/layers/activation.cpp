@@ -2,8 +2,8 @@
 module;
 #include <cmath>
 #include <cstdint>
-#include <string>
 module infini.nn;
+import infini.std;
 
 namespace infini::nn {
 

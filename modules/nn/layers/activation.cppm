@@ -1,10 +1,8 @@
 // Activation layers over the elementwise, activation and softmax ops (torch.nn's names):
 // ReLU, ReLU6, LeakyReLU, GELU, SiLU, Tanh, Sigmoid, LogSigmoid, SELU, CELU, Mish, Hardtanh,
 // Hardswish, Hardsigmoid, GLU, Softmax, LogSoftmax, and PReLU (the one with a parameter).
-module;
-#include <cstdint>
-#include <string>
 export module infini.nn:activation;
+import infini.std;
 import infini.autograd;
 import :module_base;
 import :layer_errors;

@@ -2,12 +2,8 @@
 // into one for scaled_dot_product_attention, and the projections (see attention.cppm).
 module;
 #include <cstdint>
-#include <limits>
-#include <memory>
-#include <optional>
-#include <string>
-#include <vector>
 module infini.nn;
+import infini.std;
 
 namespace infini::nn {
 namespace {

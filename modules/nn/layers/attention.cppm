@@ -9,12 +9,8 @@
 //
 // The attention weights are never formed (the fused kernel keeps O(head_dim) memory per
 // query), so they are not returned: need_weights = true raises an error.
-module;
-#include <cstdint>
-#include <memory>
-#include <optional>
-#include <string>
 export module infini.nn:attention;
+import infini.std;
 import :module_base;
 import :linear;
 

@@ -2,9 +2,8 @@
 module;
 #include <cmath>
 #include <cstdint>
-#include <optional>
-#include <string>
 module infini.nn;
+import infini.std;
 
 namespace infini::nn {
 namespace {

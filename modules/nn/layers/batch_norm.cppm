@@ -5,11 +5,8 @@
 // running statistics; without track_running_stats there are none and the batch's are used
 // in both modes. State: weight, bias (affine), running_mean, running_var,
 // num_batches_tracked (0-d int64) (track_running_stats).
-module;
-#include <cstdint>
-#include <optional>
-#include <string>
 export module infini.nn:batch_norm;
+import infini.std;
 import infini.autograd;
 import :module_base;
 

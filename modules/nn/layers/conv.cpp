@@ -1,13 +1,11 @@
 // Conv1d/2d/3d and ConvTranspose1d/2d/3d: option checks, PyTorch's initialisation, forward
 // through the functional conv ops (see conv.cppm).
 module;
-#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <string>
-#include <vector>
 module infini.nn;
+import infini.std;
 
 namespace infini::nn {
 using namespace spatial_options;

@@ -5,12 +5,8 @@
 // initialised as PyTorch does: weight kaiming_uniform_(a = sqrt(5)), which is U(-b, b) with
 // b = 1 / sqrt(fan_in), fan_in = weight.size(1) * kernel elements; bias U(-b, b) too.
 // Options are checked when the layer is built, inputs when it runs; errors name the layer.
-module;
-#include <cstddef>
-#include <cstdint>
-#include <string>
-#include <vector>
 export module infini.nn:conv;
+import infini.std;
 import :module_base;
 
 export namespace infini::nn {

@@ -1,8 +1,7 @@
 // Distance modules over the distance ops (torch.nn's names and defaults): CosineSimilarity
 // and PairwiseDistance, called as module(x1, x2) on broadcastable inputs. No parameters.
-module;
-#include <cstdint>
 export module infini.nn:distance;
+import infini.std;
 import infini.autograd;
 import :module_base;
 

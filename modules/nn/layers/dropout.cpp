@@ -1,7 +1,6 @@
 // Dropout (see dropout.cppm).
-module;
-#include <string>
 module infini.nn;
+import infini.std;
 
 namespace infini::nn {
 

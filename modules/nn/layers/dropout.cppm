@@ -1,9 +1,8 @@
 // Dropout (torch.nn.Dropout): in training, zeroes each element with probability p and
 // scales the others by 1 / (1 - p), drawing from the default generator (manual_seed makes
 // it reproducible); in evaluation, the identity.
-module;
-#include <string>
 export module infini.nn:dropout;
+import infini.std;
 import infini.autograd;
 import :module_base;
 

@@ -1,9 +1,8 @@
 // Embedding (see embedding.cppm).
 module;
 #include <cstdint>
-#include <optional>
-#include <string>
 module infini.nn;
+import infini.std;
 
 namespace infini::nn {
 

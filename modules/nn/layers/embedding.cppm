@@ -1,11 +1,8 @@
 // Embedding: a lookup table of num_embeddings vectors of size embedding_dim
 // (torch.nn.Embedding). weight ~ N(0, 1); the padding_idx row, if any, starts at zero and
 // receives no gradient.
-module;
-#include <cstdint>
-#include <optional>
-#include <string>
 export module infini.nn:embedding;
+import infini.std;
 import infini.autograd;
 import :module_base;
 

@@ -1,7 +1,6 @@
 // Flatten (see flatten.cppm).
-module;
-#include <string>
 module infini.nn;
+import infini.std;
 
 namespace infini::nn {
 

@@ -1,9 +1,7 @@
 // Identity and Flatten: layers that only pass or reshape their input (torch.nn.Identity,
 // torch.nn.Flatten).
-module;
-#include <cstdint>
-#include <string>
 export module infini.nn:flatten;
+import infini.std;
 import infini.autograd;
 import :module_base;
 

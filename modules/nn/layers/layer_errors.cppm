@@ -1,9 +1,7 @@
 // Errors raised inside a layer's forward name the layer: an op's error is raised again,
 // with the same type, as "<Layer>: <op>: <message>". Internal to the layers' .cpp files.
-module;
-#include <string>
-#include <utility>
 export module infini.nn:layer_errors;
+import infini.std;
 import infini.autograd;
 
 export namespace infini::nn {

@@ -2,9 +2,8 @@
 module;
 #include <cmath>
 #include <cstdint>
-#include <string>
-#include <vector>
 module infini.nn;
+import infini.std;
 
 namespace infini::nn {
 namespace {

@@ -1,10 +1,8 @@
 // Linear and Bilinear: affine maps of one and of two inputs (torch.nn.Linear / Bilinear),
 // initialised as PyTorch does: every weight and bias entry ~ U(-k, k), k = 1/sqrt(in_features)
 // (in1_features for Bilinear).
-module;
-#include <cstdint>
-#include <string>
 export module infini.nn:linear;
+import infini.std;
 import infini.autograd;
 import :module_base;
 

@@ -1,10 +1,8 @@
 // The loss modules (see loss.cppm): option checks, buffers, and the loss ops.
 module;
 #include <cmath>
-#include <optional>
-#include <string>
-#include <utility>
 module infini.nn;
+import infini.std;
 
 namespace infini::nn {
 namespace {

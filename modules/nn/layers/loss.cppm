@@ -2,12 +2,8 @@
 // NLLLoss, MSELoss, L1Loss, SmoothL1Loss, HuberLoss, KLDivLoss, BCELoss and BCEWithLogitsLoss.
 // Called as loss(input, target). Reduction::BatchMean is KLDivLoss's only.
 // Class weights and pos_weight are buffers (in the state dict and moved by to()) when given.
-module;
-#include <cstdint>
-#include <optional>
-#include <string>
-#include <utility>
 export module infini.nn:loss;
+import infini.std;
 import infini.autograd;
 import :module_base;
 

@@ -2,11 +2,8 @@
 module;
 #include <cmath>
 #include <cstdint>
-#include <limits>
-#include <optional>
-#include <string>
-#include <utility>
 module infini.nn;
+import infini.std;
 
 namespace infini::nn {
 namespace {

@@ -1,11 +1,7 @@
 // Per-sample normalisation layers: LayerNorm, RMSNorm and GroupNorm (torch.nn's names,
 // options and defaults). Affine weights start at one, biases at zero.
-module;
-#include <cstdint>
-#include <optional>
-#include <string>
-#include <utility>
 export module infini.nn:normalization;
+import infini.std;
 import infini.autograd;
 import :module_base;
 

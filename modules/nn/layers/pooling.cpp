@@ -3,10 +3,8 @@
 module;
 #include <cstddef>
 #include <cstdint>
-#include <optional>
-#include <string>
-#include <vector>
 module infini.nn;
+import infini.std;
 
 namespace infini::nn {
 using namespace spatial_options;

@@ -6,13 +6,8 @@
 //   (in + 2 padding - dilation (kernel_size - 1) - 1) / stride + 1
 // rounded down, or up with ceil_mode (a last window must start inside the input or the
 // left padding).
-module;
-#include <cstddef>
-#include <cstdint>
-#include <optional>
-#include <string>
-#include <vector>
 export module infini.nn:pooling;
+import infini.std;
 import :module_base;
 
 export namespace infini::nn {

@@ -1,12 +1,7 @@
 // The window options of the conv and pooling layers (internal to their .cpp files): checks,
 // conversion back to ExpandingArray for the functional ops, and formatting for extra_repr().
-module;
-#include <cstddef>
-#include <cstdint>
-#include <string>
-#include <string_view>
-#include <vector>
 export module infini.nn:spatial_options;
+import infini.std;
 import infini.autograd;
 
 namespace infini::nn::spatial_options {

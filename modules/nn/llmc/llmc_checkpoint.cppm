@@ -7,13 +7,8 @@
 //   llmc::GPT2Checkpoint ckpt = llmc::read_gpt2_checkpoint("gpt2_124M.bin");
 //   for (auto& [name, tensor] : ckpt.tensors) ...           // "wte" (Vp, C), "wpe" (maxT, C), ...
 //   llmc::write_gpt2_checkpoint("out_bf16.bin", ckpt, kBFloat16);
-module;
-#include <cstdint>
-#include <filesystem>
-#include <string>
-#include <utility>
-#include <vector>
 export module infini.nn:llmc_checkpoint;
+import infini.std;
 import infini.tensor;
 
 export namespace infini::llmc {

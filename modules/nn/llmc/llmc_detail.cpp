@@ -1,20 +1,14 @@
 // llm.c files in general: mapping a file, the 256 x int32 header and its magic numbers.
 module;
-#include <array>
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
-#include <filesystem>
-#include <memory>
-#include <span>
-#include <string>
-#include <string_view>
-#include <system_error>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 module infini.nn;
+import infini.std;
 
 namespace infini::llmc::detail {
 namespace {

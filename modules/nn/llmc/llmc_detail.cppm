@@ -1,22 +1,8 @@
 // Internal to the readers and writers of llm.c's files (infini.nn imports it without
 // exporting it): IOErrors that name the file, read-only file mappings, the 256 x int32
 // header every llm.c file starts with, and the checkpoints' tensor payload.
-module;
-#include <array>
-#include <bit>
-#include <cstddef>
-#include <cstdint>
-#include <filesystem>
-#include <limits>
-#include <memory>
-#include <span>
-#include <string>
-#include <string_view>
-#include <type_traits>
-#include <utility>
-#include <variant>
-#include <vector>
 export module infini.nn:llmc_detail;
+import infini.std;
 import infini.tensor;
 import :atomic_file;
 

@@ -1,13 +1,9 @@
 // GPT-2 checkpoints: header[0] magic 20240326, [1] version, [2] maxT, [3] V, [4] L, [5] NH,
 // [6] C, [7] Vp (llm.c's train_gpt2.py write_model, train_gpt2.c gpt2_build_from_checkpoint).
 module;
-#include <array>
 #include <cstdint>
-#include <filesystem>
-#include <string>
-#include <utility>
-#include <vector>
 module infini.nn;
+import infini.std;
 
 namespace infini::llmc {
 namespace {

@@ -5,15 +5,10 @@
 //   [8] ffn_dim_multiplier (f32)  [9] multiple_of  [10] norm_eps (f32)  [11] rope_theta (f32)
 //   [12] use_scaled_rope  [13] max_gen_batch_size  [14] version_major  [15] version_minor
 module;
-#include <array>
 #include <cmath>
 #include <cstdint>
-#include <filesystem>
-#include <limits>
-#include <string>
-#include <utility>
-#include <vector>
 module infini.nn;
+import infini.std;
 
 namespace infini::llmc {
 namespace {

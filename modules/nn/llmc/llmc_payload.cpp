@@ -4,13 +4,8 @@ module;
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <filesystem>
-#include <span>
-#include <string>
-#include <string_view>
-#include <utility>
-#include <vector>
 module infini.nn;
+import infini.std;
 
 namespace infini::llmc::detail {
 namespace {

@@ -1,15 +1,9 @@
 // The tokenizer file: header checks, the length-prefixed token entries, and the writer.
 module;
-#include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <filesystem>
-#include <limits>
-#include <optional>
-#include <span>
-#include <string>
-#include <vector>
 module infini.nn;
+import infini.std;
 
 namespace infini::llmc {
 namespace {

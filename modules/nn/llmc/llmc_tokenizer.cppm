@@ -4,13 +4,8 @@
 //
 //   llmc::TokenizerFile tok = llmc::read_tokenizer_file("gpt2_tokenizer.bin");
 //   std::string text = tok.tokens[id];   // raw bytes (UTF-8 pieces, not always valid alone)
-module;
-#include <cstdint>
-#include <filesystem>
-#include <optional>
-#include <string>
-#include <vector>
 export module infini.nn:llmc_tokenizer;
+import infini.std;
 import infini.tensor;
 
 export namespace infini::llmc {

@@ -1,16 +1,10 @@
 // Token files: header validation against the mapped file, token access, and the writer.
 module;
-#include <algorithm>
-#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <filesystem>
-#include <limits>
-#include <optional>
-#include <span>
-#include <vector>
 module infini.nn;
+import infini.std;
 
 namespace infini::llmc {
 namespace {

@@ -6,14 +6,8 @@
 //   llmc::TokenFile tokens("tiny_shakespeare_train.bin");
 //   std::vector<std::int64_t> window(B * T + 1);
 //   tokens.read_window(g * T, window.size(), window.data());  // wraps to token 0 at the end
-module;
-#include <cstddef>
-#include <cstdint>
-#include <filesystem>
-#include <memory>
-#include <optional>
-#include <span>
 export module infini.nn:llmc_tokens;
+import infini.std;
 import infini.tensor;
 
 export namespace infini::llmc {

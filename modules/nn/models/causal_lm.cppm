@@ -4,16 +4,8 @@
 // through a KV cache, the embedding and head a pipeline runs on its first and last stage, the
 // loss over the first V columns (vocab parallel under tensor parallelism), and the llm.c
 // tensor lists. A model derives from its Module (Cloneable<Model>) and from this.
-module;
-#include <cstddef>
-#include <cstdint>
-#include <functional>
-#include <memory>
-#include <optional>
-#include <string>
-#include <utility>
-#include <vector>
 export module infini.nn:causal_lm;
+import infini.std;
 import infini.autograd;
 import :kv_cache;
 import :tensor_parallel;

@@ -1,18 +1,9 @@
 // GPT-2's layers, initialisation and llm.c tensor layout (see gpt2.cppm).
 module;
-#include <algorithm>
-#include <array>
 #include <cmath>
 #include <cstdint>
-#include <limits>
-#include <map>
-#include <memory>
-#include <optional>
-#include <string>
-#include <string_view>
-#include <utility>
-#include <vector>
 module infini.nn;
+import infini.std;
 
 namespace infini::nn {
 namespace {

@@ -13,15 +13,8 @@
 //   Tensor loss = model->loss(logits, targets);  // mean cross-entropy over the first V logits
 //   nn::KVCache cache;                           // generation: new positions after cached ones
 //   logits = model->forward_cached(idx, cache);  // (B, T, Vp) of positions past .. past + T - 1
-module;
-#include <cstdint>
-#include <memory>
-#include <optional>
-#include <string>
-#include <string_view>
-#include <utility>
-#include <vector>
 export module infini.nn:gpt2;
+import infini.std;
 import infini.autograd;
 import :module_base;
 import :containers;

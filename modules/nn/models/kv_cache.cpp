@@ -2,9 +2,8 @@
 module;
 #include <cstddef>
 #include <cstdint>
-#include <string_view>
-#include <vector>
 module infini.nn;
+import infini.std;
 
 namespace infini::nn {
 

@@ -5,12 +5,8 @@
 //   nn::KVCache cache;
 //   Tensor logits = model->forward_cached(prompt, cache);  // (1, T, Vp); cache.length() == T
 //   logits = model->forward_cached(next_token, cache);     // (1, 1, Vp); cache.length() == T + 1
-module;
-#include <cstddef>
-#include <cstdint>
-#include <string_view>
-#include <vector>
 export module infini.nn:kv_cache;
+import infini.std;
 import infini.autograd;
 
 export namespace infini::nn {

@@ -2,16 +2,8 @@
 module;
 #include <cmath>
 #include <cstdint>
-#include <map>
-#include <memory>
-#include <mutex>
-#include <numbers>
-#include <optional>
-#include <string>
-#include <string_view>
-#include <utility>
-#include <vector>
 module infini.nn;
+import infini.std;
 
 namespace infini::nn {
 

@@ -14,16 +14,8 @@
 //   Tensor loss = model->loss(logits, targets);  // mean cross-entropy
 //   nn::KVCache cache;                           // generation: new positions after cached ones
 //   logits = model->forward_cached(idx, cache);  // (B, T, V) of positions past .. past + T - 1
-module;
-#include <cstdint>
-#include <memory>
-#include <mutex>
-#include <optional>
-#include <string>
-#include <string_view>
-#include <utility>
-#include <vector>
 export module infini.nn:llama3;
+import infini.std;
 import infini.autograd;
 import :module_base;
 import :containers;

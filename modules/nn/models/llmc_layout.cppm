@@ -2,13 +2,8 @@
 // tensors and its per-layer ones by name, and these functions turn that list into the
 // checkpoint's tensors (per-layer ones stacked along a new dim 0) and back. GPT2 and
 // LLaMA3's llmc_tensors / load_llmc_tensors are built on them.
-module;
-#include <memory>
-#include <string>
-#include <string_view>
-#include <utility>
-#include <vector>
 export module infini.nn:llmc_layout;
+import infini.std;
 import infini.autograd;
 import :tensor_parallel;
 

@@ -1,10 +1,7 @@
 module;
-#include <algorithm>
 #include <cstdint>
-#include <memory>
-#include <string>
-#include <vector>
 module infini.nn;
+import infini.std;
 
 namespace infini::nn {
 

@@ -4,12 +4,8 @@
 // the final norm with the output head (last stage). A model built from a part draws its
 // initial weights as the whole model would (the same values for the same names) and names
 // its blocks by their index in the whole model ("h.5.attn.c_attn.weight").
-module;
-#include <cstdint>
-#include <memory>
-#include <string>
-#include <vector>
 export module infini.nn:model_part;
+import infini.std;
 import infini.tensor;
 import :module_base;
 

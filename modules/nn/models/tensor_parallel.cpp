@@ -1,10 +1,8 @@
 // Shard specs and the single-process TensorParallelLayers (see tensor_parallel.cppm).
 module;
 #include <cstdint>
-#include <memory>
-#include <numeric>
-#include <vector>
 module infini.nn;
+import infini.std;
 
 namespace infini::nn {
 

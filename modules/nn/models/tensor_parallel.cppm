@@ -7,12 +7,8 @@
 //
 //   GPT2 model(config, tp);   // tp: shared_ptr<TensorParallelLayers> (null: one process)
 //   model->load_llmc_tensors(whole->llmc_tensors());  // whole tensors in, this rank's shards kept
-module;
-#include <cstdint>
-#include <memory>
-#include <utility>
-#include <vector>
 export module infini.nn:tensor_parallel;
+import infini.std;
 import infini.autograd;
 import :module_base;
 import :linear;

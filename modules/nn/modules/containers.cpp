@@ -1,10 +1,8 @@
 // Sequential, ModuleList, ModuleDict and Residual (see containers.cppm).
 module;
 #include <cstddef>
-#include <memory>
-#include <string>
-#include <vector>
 module infini.nn;
+import infini.std;
 
 namespace infini::nn {
 namespace {

@@ -1,14 +1,8 @@
 // Containers: Sequential (chains one-tensor modules), ModuleList (an indexable list),
 // ModuleDict (modules by key; forward routed by key) and Residual (x + f(x)). They hold
 // any modules, so they clone by cloning each child.
-module;
-#include <cstddef>
-#include <initializer_list>
-#include <memory>
-#include <string>
-#include <utility>
-#include <vector>
 export module infini.nn:containers;
+import infini.std;
 import :module_base;
 
 export namespace infini::nn {

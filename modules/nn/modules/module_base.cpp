@@ -1,14 +1,6 @@
 // Module's tree walks, conversion, state and hooks (see module_base.cppm).
-module;
-#include <algorithm>
-#include <functional>
-#include <memory>
-#include <optional>
-#include <set>
-#include <string>
-#include <utility>
-#include <vector>
 module infini.nn;
+import infini.std;
 
 namespace infini::nn {
 namespace {

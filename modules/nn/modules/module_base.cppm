@@ -3,17 +3,8 @@
 // registration order; everything else (parameters(), state_dict(), to(), train()) walks
 // that tree. Modules live in shared_ptrs; ModuleHolder<Impl> is the cheap-to-copy handle
 // users hold (`nn::Linear fc(784, 100); fc(x); fc->weight`), never null.
-module;
-#include <concepts>
-#include <cstddef>
-#include <functional>
-#include <memory>
-#include <ostream>
-#include <string>
-#include <type_traits>
-#include <utility>
-#include <vector>
 export module infini.nn:module_base;
+import infini.std;
 export import infini.autograd;
 import :state_dict;
 

@@ -3,11 +3,8 @@ module;
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <optional>
-#include <string>
-#include <utility>
-#include <vector>
 module infini.nn;
+import infini.std;
 
 namespace infini::optim {
 namespace {

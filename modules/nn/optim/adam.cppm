@@ -12,13 +12,8 @@
 // Capturable mode (set_capturable, torch.optim.Adam(capturable=True)): the learning rates and
 // step counts also live in tensors on the parameters' device, which the update kernels read
 // when they run, so a step can be captured in a CUDA graph and replayed (see set_capturable).
-module;
-#include <array>
-#include <cstdint>
-#include <string>
-#include <utility>
-#include <vector>
 export module infini.nn:adam;
+import infini.std;
 import :state_dict;
 import :state_entries;
 import :optimizer;

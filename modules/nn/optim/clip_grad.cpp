@@ -3,19 +3,14 @@
 // fixed-order reduction over all of them (infini/cuda/optim.h); the scaling and clamping are
 // the library's mul_ and clamp, which run where the grads are.
 module;
-#include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <limits>
-#include <optional>
-#include <string_view>
-#include <type_traits>
-#include <vector>
 
 #if INFINI_HAS_CUDA
 #include "infini/cuda/optim.h"
 #endif
 module infini.nn;
+import infini.std;
 
 namespace infini::optim {
 namespace {

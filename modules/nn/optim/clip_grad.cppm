@@ -1,9 +1,7 @@
 // Gradient clipping (torch.nn.utils.clip_grad_norm_ / clip_grad_value_), in place on the
 // grads of `params`; parameters without a grad are skipped.
-module;
-#include <limits>
-#include <vector>
 export module infini.nn:clip_grad;
+import infini.std;
 import infini.autograd;
 
 export namespace infini::optim {

@@ -7,12 +7,7 @@
 // float32 and float64 round as PyTorch's scalar CPU kernels do (its vectorized ones may fuse
 // some multiply-adds, a last-bit difference).
 module;
-#include <algorithm>
 #include <cstdint>
-#include <span>
-#include <string>
-#include <string_view>
-#include <vector>
 
 #include "infini/math/adam_step.h"
 #include "infini/math/sgd_step.h"
@@ -20,6 +15,7 @@ module;
 #include "infini/cuda/optim.h"
 #endif
 module infini.nn;
+import infini.std;
 
 namespace infini::optim {
 namespace {

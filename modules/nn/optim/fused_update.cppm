@@ -7,11 +7,8 @@
 // contiguous. A non-contiguous param
 // is updated through a contiguous copy that is copied back; float16/bfloat16 are computed
 // in float32 and rounded to the storage type wherever PyTorch's ops store a value.
-module;
-#include <cstdint>
-#include <span>
-#include <string_view>
 export module infini.nn:fused_update;
+import infini.std;
 import infini.autograd;
 
 export namespace infini::optim {

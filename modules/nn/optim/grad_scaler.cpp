@@ -2,18 +2,14 @@
 // and the CUDA grads of each device in one multi-tensor kernel (infini/cuda/optim.h) with the
 // same arithmetic, reading its Inf/NaN flag back once per device.
 module;
-#include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <string>
-#include <string_view>
-#include <type_traits>
-#include <vector>
 
 #if INFINI_HAS_CUDA
 #include "infini/cuda/optim.h"
 #endif
 module infini.nn;
+import infini.std;
 
 namespace infini::optim {
 namespace {

@@ -7,10 +7,8 @@
 //                                    // growth_interval clean ones
 // State dict (empty when disabled): scale, growth_factor, backoff_factor (0-d float64),
 // growth_interval, _growth_tracker (0-d int64), PyTorch's names.
-module;
-#include <cstdint>
-#include <map>
 export module infini.nn:grad_scaler;
+import infini.std;
 import :state_dict;
 import :optimizer;
 

@@ -1,18 +1,11 @@
 // LR schedulers (see lr_scheduler.cppm): the shared stepping and state dict, then each
 // scheduler's closed form.
 module;
-#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <functional>
-#include <map>
-#include <memory>
-#include <numbers>
-#include <string>
-#include <utility>
-#include <vector>
 module infini.nn;
+import infini.std;
 
 namespace infini::optim {
 namespace {

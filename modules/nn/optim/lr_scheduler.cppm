@@ -10,14 +10,8 @@
 // "step_size", "milestones", ...). Loading checks that the hyperparameters match the
 // scheduler's own (it must be built with the same arguments; a LambdaLR's function cannot
 // be saved) and leaves the optimizer's lrs alone: its own state dict holds them.
-module;
-#include <cstddef>
-#include <cstdint>
-#include <functional>
-#include <memory>
-#include <string>
-#include <vector>
 export module infini.nn:lr_scheduler;
+import infini.std;
 import :state_dict;
 import :state_entries;
 import :optimizer;

@@ -1,17 +1,9 @@
 // Optimizer's parameter bookkeeping and its state dict layout (see optimizer.cppm).
 module;
-#include <charconv>
 #include <cstddef>
 #include <cstdint>
-#include <limits>
-#include <map>
-#include <optional>
-#include <string>
-#include <string_view>
-#include <system_error>
-#include <utility>
-#include <vector>
 module infini.nn;
+import infini.std;
 
 namespace infini::optim {
 namespace {

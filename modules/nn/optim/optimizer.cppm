@@ -7,15 +7,8 @@
 //   param_groups.<g>.lr       0-d float64, and the optimizer's other options (see each one)
 //   state.<i>.<name>          parameter i's state tensors and step counts
 // TypedOptimizer<Options, State> implements the bookkeeping for one options type.
-module;
-#include <cstddef>
-#include <cstdint>
-#include <optional>
-#include <string>
-#include <string_view>
-#include <utility>
-#include <vector>
 export module infini.nn:optimizer;
+import infini.std;
 import :state_dict;
 import :state_entries;
 

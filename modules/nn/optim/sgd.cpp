@@ -2,11 +2,8 @@
 module;
 #include <cmath>
 #include <cstddef>
-#include <optional>
-#include <string>
-#include <utility>
-#include <vector>
 module infini.nn;
+import infini.std;
 
 namespace infini::optim {
 

@@ -4,10 +4,8 @@
 //   param_groups.<g>.nesterov                                 0-d int64 flag
 //   state.<i>.momentum_buffer                                 the parameter's shape and dtype,
 //                                                             once momentum has been used
-module;
-#include <string>
-#include <vector>
 export module infini.nn:sgd;
+import infini.std;
 import :state_dict;
 import :state_entries;
 import :optimizer;

@@ -2,11 +2,8 @@
 module;
 #include <cmath>
 #include <cstdint>
-#include <string>
-#include <string_view>
-#include <utility>
-#include <vector>
 module infini.nn;
+import infini.std;
 
 namespace infini::optim {
 

@@ -3,15 +3,8 @@
 // scaler's fields. Scalars are 0-d tensors (float64 for reals, int64 for counts and flags),
 // lists are 1-d. The reader checks dtypes and shapes, names the full key in every error and
 // reports the keys nobody asked for, so a load can reject unknown entries.
-module;
-#include <cstdint>
-#include <map>
-#include <set>
-#include <string>
-#include <string_view>
-#include <utility>
-#include <vector>
 export module infini.nn:state_entries;
+import infini.std;
 import :state_dict;
 
 export namespace infini::optim {

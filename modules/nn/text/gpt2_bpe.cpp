@@ -4,14 +4,8 @@
 module;
 #include <cstddef>
 #include <cstdint>
-#include <mutex>
-#include <shared_mutex>
-#include <span>
-#include <string>
-#include <string_view>
-#include <unordered_map>
-#include <vector>
 module infini.nn;
+import infini.std;
 
 namespace infini::text::detail {
 

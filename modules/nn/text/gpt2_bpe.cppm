@@ -2,21 +2,8 @@
 // is exported. The vocabulary (gpt2_vocab.cpp), the pre-tokenizer regex (gpt2_pretokenizer.cpp,
 // PCRE2 stays behind its Impl so this file needs no PCRE2 header) and the BPE merge loop with
 // its cache (gpt2_bpe.cpp).
-module;
-#include <array>
-#include <cstddef>
-#include <cstdint>
-#include <filesystem>
-#include <functional>
-#include <memory>
-#include <shared_mutex>
-#include <span>
-#include <string>
-#include <string_view>
-#include <unordered_map>
-#include <utility>
-#include <vector>
 export module infini.nn:gpt2_bpe;
+import infini.std;
 
 namespace infini::text::detail {
 

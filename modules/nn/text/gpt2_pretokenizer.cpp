@@ -9,11 +9,8 @@ module;
 #include <pcre2.h>
 
 #include <cstddef>
-#include <functional>
-#include <memory>
-#include <string>
-#include <string_view>
 module infini.nn;
+import infini.std;
 
 #if !defined(PCRE2_MATCH_INVALID_UTF)
 #error "PCRE2 >= 10.34 is needed (PCRE2_MATCH_INVALID_UTF)"

@@ -3,13 +3,8 @@
 module;
 #include <cstddef>
 #include <cstdint>
-#include <filesystem>
-#include <memory>
-#include <span>
-#include <string>
-#include <string_view>
-#include <vector>
 module infini.nn;
+import infini.std;
 
 namespace infini::text {
 

@@ -9,16 +9,8 @@
 // Text is split by GPT-2's pre-tokenizer regex, each piece's UTF-8 bytes are merged by BPE
 // into tokens. Any bytes encode and decode back unchanged, invalid UTF-8 included: a run of
 // bytes that is not valid UTF-8 is a piece of its own, merged like any other.
-module;
-#include <cstdint>
-#include <filesystem>
-#include <memory>
-#include <span>
-#include <string>
-#include <string_view>
-#include <utility>
-#include <vector>
 export module infini.nn:gpt2_tokenizer;
+import infini.std;
 import infini.tensor;
 export import :gpt2_bpe;  // internal declarations only: nothing of it is exported
 

@@ -3,24 +3,14 @@
 // each token string is turned back into bytes with byte_characters(). vocab.bpe's merges are
 // resolved to token ids once, here, so the merge loop works on integers only.
 module;
-#include <array>
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
-#include <iterator>
-#include <limits>
-#include <optional>
-#include <string>
-#include <string_view>
-#include <unordered_map>
-#include <utility>
-#include <vector>
 #include <nlohmann/json.hpp>
 module infini.nn;
+import infini.std;
 
 namespace infini::text::detail {
 
