@@ -35,6 +35,7 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> mod
                 .shard_gradients = options.shard_gradients,
                 .release_gradients = options.release_gradients,
                 .shard_parameters = options.shard_parameters,
+                .gather_dtypes = options.gather_dtypes,
                 .timeout = options.timeout,
                 .bucket_groups = options.bucket_groups}) {}
 

@@ -28,6 +28,7 @@ struct DDPOptions {
   bool shard_gradients = false;          // ZeRO-1; see ReducerOptions
   bool release_gradients = false;        // ZeRO-2, with shard_gradients; see ReducerOptions
   bool shard_parameters = false;         // ZeRO-3, with release_gradients; see ReducerOptions
+  std::vector<DataType> gather_dtypes = {};  // ZeRO-3; see ReducerOptions
   std::vector<int> bucket_groups = {};   // see ReducerOptions (ZeRO-3: a group per unit gathered at once)
   std::optional<Clock::duration> timeout = std::nullopt;
 };

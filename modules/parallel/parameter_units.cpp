@@ -20,6 +20,23 @@ UnitAssignment assign_units(const std::vector<Tensor>& params, const std::vector
   return a;
 }
 
+std::vector<DataType> gather_dtypes(nn::Module& model, const std::vector<Tensor>& params,
+                                    std::optional<DataType> autocast) {
+  std::vector<DataType> dtypes;
+  for (const Tensor& p : params) dtypes.push_back(p.dtype());
+  if (!autocast) return dtypes;
+  std::vector<Tensor> linear, other;  // the parameters each kind of module holds itself
+  for (const auto& module : model.modules())
+    for (const Tensor& p : module->parameters(/*recurse=*/false))
+      (dynamic_cast<const nn::LinearImpl*>(module.get()) ? linear : other).push_back(p);
+  const auto holds = [](const std::vector<Tensor>& list, const Tensor& p) {
+    return std::ranges::any_of(list, [&](const Tensor& q) { return q.is_same(p); });
+  };
+  for (std::size_t i = 0; i < params.size(); ++i)
+    if (params[i].dtype() == kFloat32 && holds(linear, params[i]) && !holds(other, params[i])) dtypes[i] = *autocast;
+  return dtypes;
+}
+
 ParameterUnits::ParameterUnits(Reducer& reducer, const UnitAssignment& assignment)
     : reducer_(&reducer), buckets_(static_cast<std::size_t>(assignment.units)) {
   const auto buckets = reducer.buckets();
@@ -27,14 +44,14 @@ ParameterUnits::ParameterUnits(Reducer& reducer, const UnitAssignment& assignmen
     buckets_.at(static_cast<std::size_t>(assignment.unit_of.at(buckets[k].front()))).push_back(k);
 }
 
-void ParameterUnits::prefetch(std::size_t unit) const {
+void ParameterUnits::prefetch(std::size_t unit, bool full_precision) const {
   if (unit < buckets_.size())
-    for (const std::size_t k : buckets_[unit]) reducer_->gather_bucket(k);
+    for (const std::size_t k : buckets_[unit]) reducer_->gather_bucket(k, full_precision);
 }
 
-void ParameterUnits::gather(std::size_t unit) const {
+void ParameterUnits::gather(std::size_t unit, bool full_precision) const {
   std::vector<Work> works;
-  for (const std::size_t k : buckets_.at(unit)) works.push_back(reducer_->gather_bucket(k));
+  for (const std::size_t k : buckets_.at(unit)) works.push_back(reducer_->gather_bucket(k, full_precision));
   when_all(works).wait();
 }
 
@@ -48,8 +65,8 @@ void ParameterUnits::release_all() const {
 }
 
 void ParameterUnits::hold_all() {
-  for (std::size_t u = 0; u < buckets_.size(); ++u) prefetch(u);
-  for (std::size_t u = 0; u < buckets_.size(); ++u) gather(u);
+  for (std::size_t u = 0; u < buckets_.size(); ++u) prefetch(u, /*full_precision=*/true);
+  for (std::size_t u = 0; u < buckets_.size(); ++u) gather(u, /*full_precision=*/true);
   ++holds_;
 }
 

@@ -6,7 +6,8 @@
 // its input's gradient is done.
 //
 //   const UnitAssignment a = assign_units(params, blocks);
-//   Reducer reducer(params, names, dp, {..., .shard_parameters = true, .bucket_groups = a.group_of});
+//   Reducer reducer(params, names, dp, {.buckets = kBucketPerGroup, ..., .shard_parameters = true,
+//                                       .bucket_groups = a.group_of});
 //   ParameterUnits units(reducer, a);
 //   units.gather(units.rest());
 //   Tensor x = embed(idx);
@@ -14,6 +15,7 @@
 export module infini.parallel:parameter_units;
 import infini.std;
 import infini.nn;
+import :buckets;
 import :reducer;
 
 export namespace infini::parallel {
@@ -27,6 +29,19 @@ struct UnitAssignment {
 };
 UnitAssignment assign_units(const std::vector<Tensor>& params, const std::vector<std::shared_ptr<nn::Module>>& blocks);
 
+// A unit's buckets: one per bucket group, however large (a unit is gathered at once).
+inline constexpr BucketOptions kBucketPerGroup{.first_bucket_bytes = std::int64_t{1} << 62,
+                                               .bucket_bytes = std::int64_t{1} << 62};
+
+// The dtype each of `params` (all of `model`'s) is gathered in for the passes (the Reducer's
+// gather_dtypes): under autocast to bfloat16 or float16, that dtype for the float32 parameters
+// that only linear layers (nn::LinearImpl and its tensor-parallel kinds) hold, which autocast
+// casts to it anyway, so gathering them in it moves half the bytes and computes the same bits
+// (FSDP's param_dtype where autocast applies); each parameter's own dtype for the others
+// (norms, embeddings, a table tied to an embedding) and without autocast.
+std::vector<DataType> gather_dtypes(nn::Module& model, const std::vector<Tensor>& params,
+                                    std::optional<DataType> autocast);
+
 class ParameterUnits {
  public:
   // reducer: built with shard_parameters over the parameters `assignment` numbers, its buckets
@@ -36,12 +51,15 @@ class ParameterUnits {
   std::size_t size() const { return buckets_.size(); }
   std::size_t rest() const { return buckets_.size() - 1; }  // the parameters outside the blocks
   // Launches the gathers of a unit's buckets (nothing past the last unit).
-  void prefetch(std::size_t unit) const;
-  void gather(std::size_t unit) const;   // and waits for them
+  // The parameters come in their gather dtypes, or with full_precision in their own (a unit
+  // gathered so also serves the passes).
+  void prefetch(std::size_t unit, bool full_precision = false) const;
+  void gather(std::size_t unit, bool full_precision = false) const;  // and waits for them
   void release(std::size_t unit) const;  // nothing while every unit is held
   void release_all() const;
-  // Every unit gathered and kept so (release does nothing) until as many drop_hold calls:
-  // for code reading the parameters outside a pass (TrainingPlan::GatheredParameters).
+  // Every unit gathered in full precision and kept so (release does nothing) until as many
+  // drop_hold calls: for code reading the parameters outside a pass
+  // (TrainingPlan::GatheredParameters: exports, sampling).
   void hold_all();
   void drop_hold();
 

@@ -90,9 +90,7 @@ PipelineRunner::PipelineRunner(StagedModel model, ParallelGroups groups, const L
         if (std::ranges::find(list, groups[i]) == list.end()) list.push_back(groups[i]);
       }
     }
-    constexpr std::int64_t kWhole = std::int64_t{1} << 62;  // ZeRO-3: a bucket per group
-    const BucketOptions buckets = zero_stage_ == 3 ? BucketOptions{.first_bucket_bytes = kWhole, .bucket_bytes = kWhole}
-                                                   : BucketOptions{};
+    const BucketOptions buckets = zero_stage_ == 3 ? kBucketPerGroup : BucketOptions{};
     reducer_ = std::make_unique<Reducer>(trained_parameters(), std::move(names), groups_.dp,
                                          ReducerOptions{.buckets = buckets,
                                                         .shard_gradients = zero_stage_ >= 1,

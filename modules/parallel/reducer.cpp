@@ -17,6 +17,7 @@ std::vector<std::int64_t> numbers(const std::vector<int>& groups) { return {grou
 struct Reducer::State : std::enable_shared_from_this<State> {
   struct Bucket {
     std::vector<std::size_t> params;
+    DataType dtype = kFloat32;          // the parameters' own (of buffer, weights, shard, block)
     std::vector<std::int64_t> offsets;  // of each parameter in `buffer`, in elements
     Tensor buffer;                      // 1-d: the parameters' gradients back to back
     std::size_t pending = 0;            // parameters not ready in this backward
@@ -35,6 +36,11 @@ struct Reducer::State : std::enable_shared_from_this<State> {
     Tensor shard;
     bool gathered = true;
     Work gathering;
+    // A lower gather dtype: the weights in it (the parameters are views of `low`, or of `weights`
+    // while gathered in full precision), the shard cast to it for the gather in flight, and
+    // which of the two the parameters view and was (or is being) gathered.
+    Tensor low, sent;
+    bool full = true;
   };
 
   std::vector<Tensor> params;
@@ -76,18 +82,23 @@ struct Reducer::State : std::enable_shared_from_this<State> {
   }
 
   int group_of(std::size_t i) const { return options.bucket_groups.empty() ? 0 : options.bucket_groups[i]; }
+  DataType gather_dtype(std::size_t i) const {
+    return options.gather_dtypes.empty() ? params[i].dtype() : options.gather_dtypes[i];
+  }
 
   // Whether bucket k takes part in the synchronised pass (all do without a pass group).
   bool in_pass(std::size_t k) const {
     return pass_groups.empty() || std::ranges::find(pass_groups, group_of_bucket[k]) != pass_groups.end();
   }
 
-  // assign_buckets' buckets, each cut where the parameters' group changes.
+  // assign_buckets' buckets, each cut where the parameters' group or gather dtype changes.
   std::vector<std::vector<std::size_t>> grouped_buckets(const std::vector<std::size_t>& order) const {
     std::vector<std::vector<std::size_t>> out;
     for (const auto& members : assign_buckets(params, order, options.buckets))
       for (std::size_t s = 0; s < members.size(); ++s) {
-        if (s == 0 || group_of(members[s]) != group_of(members[s - 1])) out.emplace_back();
+        if (s == 0 || group_of(members[s]) != group_of(members[s - 1]) ||
+            gather_dtype(members[s]) != gather_dtype(members[s - 1]))
+          out.emplace_back();
         out.back().push_back(members[s]);
       }
     return out;
@@ -100,6 +111,7 @@ struct Reducer::State : std::enable_shared_from_this<State> {
     for (auto& members : grouped_buckets(order)) {
       group_of_bucket.push_back(group_of(members.front()));
       Bucket b;
+      b.dtype = params[members.front()].dtype();
       std::int64_t total = 0;
       for (std::size_t i : members) {
         b.offsets.push_back(total);
@@ -136,7 +148,7 @@ struct Reducer::State : std::enable_shared_from_this<State> {
   void shard(Bucket& b) {
     NoGradGuard no_grad;
     const Tensor& first = params[b.params.front()];
-    const TensorOptions like{.dtype = first.dtype(), .device = first.device()};
+    const TensorOptions like{.dtype = b.dtype, .device = first.device()};
     const std::int64_t length = b.numel / group->size(), start = length * group->rank();
     b.weights = zeros({b.numel}, like);
     b.block = zeros({length}, like);
@@ -164,13 +176,28 @@ struct Reducer::State : std::enable_shared_from_this<State> {
     if (options.shard_parameters) {
       b.weights.storage().release_memory();
       b.gathered = false;
+      if (const DataType low = gather_dtype(b.params.front()); low != b.dtype) {
+        b.low = empty({b.numel}, TensorOptions{.dtype = low, .device = first.device()});
+        b.low.storage().release_memory();
+        view_weights(b, false);
+      }
     }
+  }
+
+  // Makes the bucket's parameters views of its full-precision weights or of its `low` ones.
+  void view_weights(Bucket& b, bool full) {
+    const Tensor& weights = full ? b.weights : b.low;
+    for (std::size_t slot = 0; slot < b.params.size(); ++slot) {
+      const std::size_t i = b.params[slot];
+      params[i].set_data(weights.narrow(0, b.offsets[slot], params[i].numel()).view(params[i].shape()));
+    }
+    b.full = full;
   }
 
   // The bucket's zeros (release_gradients: again for each pass).
   void allocate_buffer(Bucket& b) const {
     const Tensor& first = params[b.params.front()];
-    b.buffer = zeros({b.numel}, TensorOptions{.dtype = first.dtype(), .device = first.device()});
+    b.buffer = zeros({b.numel}, TensorOptions{.dtype = b.dtype, .device = first.device()});
   }
 
   void reset_pass() {
@@ -195,7 +222,7 @@ struct Reducer::State : std::enable_shared_from_this<State> {
     const Tensor& g = params[i].grad();
     // release_gradients: a bucket of one parameter needing no padding reduces the gradient itself.
     const bool alias = options.release_gradients && bucket.params.size() == 1 && bucket.numel == params[i].numel() &&
-                       g.defined() && g.is_contiguous() && g.dtype() == params[i].dtype();
+                       g.defined() && g.is_contiguous() && g.dtype() == bucket.dtype;
     if (alias) bucket.buffer = g.detach().reshape({-1});
     if (!bucket.buffer.defined()) allocate_buffer(bucket);
     Tensor view = bucket_view(i);
@@ -403,6 +430,19 @@ Reducer::Reducer(std::vector<Tensor> params, std::vector<std::string> names, std
   if (!options.bucket_groups.empty() && options.bucket_groups.size() != s.params.size())
     throw Error("Reducer", concat("bucket_groups has ", options.bucket_groups.size(), " entries for ", s.params.size(),
                                   " parameters"));
+  if (!options.gather_dtypes.empty()) {
+    if (!options.shard_parameters)
+      throw Error("Reducer", "gather_dtypes is the dtype of sharded parameters' gathers: it needs shard_parameters");
+    if (options.gather_dtypes.size() != s.params.size())
+      throw Error("Reducer", concat("gather_dtypes has ", options.gather_dtypes.size(), " entries for ", s.params.size(),
+                                    " parameters"));
+    for (std::size_t i = 0; i < s.params.size(); ++i) {
+      const DataType own = s.params[i].dtype(), to = options.gather_dtypes[i];
+      if (to != own && !(own == kFloat32 && (to == kBFloat16 || to == kFloat16)))
+        throw DTypeError("Reducer", concat(s.param_name(i), " (", own, ") cannot be gathered in ", to,
+                                           ": expected its own dtype, or bfloat16 or float16 for a float32 parameter"));
+    }
+  }
   if (!options.bucket_groups.empty() && options.rebuild_buckets && !options.shard_gradients)
     options.rebuild_buckets = false;  // rebuilt buckets would follow the ready order across groups
   s.options = options;
@@ -492,13 +532,18 @@ Work Reducer::all_gather_parameters() {
   return when_all(works);
 }
 
-Work Reducer::gather_bucket(std::size_t k) {
+Work Reducer::gather_bucket(std::size_t k, bool full_precision) {
   State& s = *state_;
   if (!s.options.shard_parameters) throw Error("Reducer::gather_bucket", "expected shard_parameters = true");
   auto& b = s.buckets.at(k);
-  if (b.gathered) return b.gathering;
-  b.weights.storage().reallocate();
-  b.gathering = s.group->all_gather(b.weights, b.shard, {.timeout = s.options.timeout});
+  const bool full = full_precision || !b.low.defined();
+  if (b.gathered && (b.full || !full)) return b.gathering;
+  if (b.gathered) release_bucket(k);  // in the lower dtype, and full precision is asked for
+  if (b.low.defined() && b.full != full) s.view_weights(b, full);
+  Tensor& weights = full ? b.weights : b.low;
+  weights.storage().reallocate();
+  b.sent = full ? b.shard : b.shard.to(b.low.dtype());
+  b.gathering = s.group->all_gather(weights, b.sent, {.timeout = s.options.timeout});
   b.gathered = true;
   return b.gathering;
 }
@@ -510,7 +555,8 @@ void Reducer::release_bucket(std::size_t k) {
   if (!b.gathered) return;
   if (b.gathering.state()) b.gathering.wait();  // the collective still writes into the weights
   b.gathering = Work();
-  b.weights.storage().release_memory();
+  b.sent = Tensor();
+  (b.full ? b.weights : b.low).storage().release_memory();
   b.gathered = false;
 }
 

@@ -60,6 +60,11 @@ struct ReducerOptions {
   // hold memory only between gather_bucket(k) and release_bucket(k). all_gather_parameters()
   // has nothing to do; the next gather reads the updated blocks.
   bool shard_parameters = false;
+  // shard_parameters: empty, or the dtype each parameter is gathered in (gather_dtypes() of
+  // :parameter_units). A float32 parameter gathered in bfloat16 or float16 moves half the bytes
+  // and holds that dtype while gathered, so its gradient arrives in it; the reduce-scatter, the
+  // pieces and the optimizer stay in float32. Buckets never mix gather dtypes.
+  std::vector<DataType> gather_dtypes = {};
   std::optional<Clock::duration> timeout = std::nullopt;  // of each all-reduce
   // The caller ends each synchronised step with finalize() instead of the backward pass's
   // end: for gradients accumulated over passes spread across a schedule (pipeline
@@ -126,9 +131,11 @@ class Reducer {
   // under shard_parameters).
   Work all_gather_parameters();
   // shard_parameters: launches the all-gather of bucket k's weights (its parameters) from every
-  // rank's block; wait on the Work before reading them. When they are gathered or on their way,
-  // the Work of that gather (done or not).
-  Work gather_bucket(std::size_t k);
+  // rank's block, in the bucket's gather dtype or, with full_precision, in the parameters' own;
+  // wait on the Work before reading them. When they are gathered or on their way (a full
+  // precision gather serves both), the Work of that gather (done or not); gathered in the
+  // gather dtype and asked for full precision, it releases them and gathers again.
+  Work gather_bucket(std::size_t k, bool full_precision = false);
   // shard_parameters: gives bucket k's full weights back (after its gather finished).
   void release_bucket(std::size_t k);
   bool bucket_gathered(std::size_t k) const;

@@ -57,8 +57,11 @@ TrainingPlan::TrainingPlan(const Layout& layout, ParallelGroups groups, const Bu
     throw Error("TrainingPlan", concat("cuda_graph replays one micro-batch of one process on a CUDA device; got ",
                                        o.micro_batches, " micro-batches, ", layout_.world_size(), " ranks, ",
                                        o.device.str()));
-  if (layout_.tp() > 1) tp_ = std::make_shared<TensorParallel>(groups_.tp, o.sequence_parallel);
   const bool pipelined = layout_.pp() > 1;
+  if (o.autocast && pipelined)
+    throw Error("TrainingPlan", concat("autocast applies to the passes of a plan without pipeline stages; got pp = ",
+                                       layout_.pp(), " (", layout_.str(), ")"));
+  if (layout_.tp() > 1) tp_ = std::make_shared<TensorParallel>(groups_.tp, o.sequence_parallel);
   std::vector<std::pair<int, int>> stage_blocks;  // the virtual stages' blocks [first, last)
   const PartFor part_for = [&](std::int64_t num_blocks) {
     if (!pipelined) return nn::ModelPart::whole(num_blocks);
@@ -93,15 +96,17 @@ TrainingPlan::TrainingPlan(const Layout& layout, ParallelGroups groups, const Bu
 TrainingPlan::~TrainingPlan() = default;
 
 void TrainingPlan::shard_parameters() {
-  // Each block one unit (one bucket, however large), the rest (embedding, head) another.
-  const UnitAssignment units = assign_units(model_.module->parameters(), model_.blocks);
-  constexpr std::int64_t kWhole = std::int64_t{1} << 62;
+  // Each block one unit (one bucket per gather dtype, however large), the rest (embedding,
+  // head) another; under autocast the linear layers' weights are gathered in its dtype.
+  const std::vector<Tensor> params = model_.module->parameters();
+  const UnitAssignment units = assign_units(params, model_.blocks);
   ddp_ = std::make_unique<DistributedDataParallel>(
       model_.module, groups_.dp,
-      DDPOptions{.buckets = {.first_bucket_bytes = kWhole, .bucket_bytes = kWhole},
+      DDPOptions{.buckets = kBucketPerGroup,
                  .shard_gradients = true,
                  .release_gradients = true,
                  .shard_parameters = true,
+                 .gather_dtypes = gather_dtypes(*model_.module, params, options_.autocast),
                  .bucket_groups = units.group_of});
   units_ = std::make_unique<ParameterUnits>(ddp_->reducer(), units);
 }
@@ -138,7 +143,7 @@ std::vector<OptimizedTensor> TrainingPlan::optimized_tensors() const {
 
 Tensor TrainingPlan::forward_loss(const Tensor& idx, const Tensor& targets) const {
   std::optional<AutocastGuard> autocast;  // the forward pass only
-  if (options_.autocast) autocast.emplace(DeviceType::CUDA, *options_.autocast);
+  if (options_.autocast) autocast.emplace(options_.device.type, *options_.autocast);
   if (units_) return sharded_forward_loss(idx, targets);
   Tensor x = model_.embed(idx);
   for (const auto& block : model_.blocks) x = run_block(block, x, options_.checkpoint_blocks);

@@ -77,7 +77,9 @@ struct PlanOptions {
   // the q/k/v projection in backward (nn::SelectiveRecompute around the step's passes).
   bool recompute_attention = false;
   Device device = Device::cpu();   // where the part trains (built on the CPU, then moved)
-  std::optional<DataType> autocast = std::nullopt;  // CUDA: forward passes autocast to it
+  // The forward passes autocast to it (bfloat16 or float16) on the device's type; under ZeRO-3
+  // the linear layers' weights are gathered in it (gather_dtypes). Not with pp > 1.
+  std::optional<DataType> autocast = std::nullopt;
   bool loss_scaling = false;       // float16: dynamic loss scaling (GradScaler)
   // One process, one micro-batch: steps after the first replay a CUDA graph (make_optimizer
   // returns a capturable Adam or AdamW).

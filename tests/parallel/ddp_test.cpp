@@ -378,6 +378,75 @@ TEST(DistributedDataParallel, BucketGroupsReduceOnlyTheirPasses) {
   EXPECT_THROW(sum(mul(params[0], params[0])).backward(), Error);
 }
 
+// ZeRO-3 with gather_dtypes: a float32 parameter gathered in bfloat16 holds bfloat16 (its
+// float32 values rounded once) while gathered for the passes, its bfloat16 gradient is averaged
+// into float32 pieces, and a full-precision gather gives its float32 values back (and serves
+// the passes too); buckets never mix gather dtypes. Bad gather dtypes are refused.
+TEST(DistributedDataParallel, ZeRO3GathersEachBucketInItsGatherDtype) {
+  auto pg = world();
+  const int r = pg->rank(), n = pg->size();
+  // a, c: float32 gathered in bfloat16; b: float32 gathered as it is.
+  std::vector<Tensor> params = {pattern({7}, 1.0).to(kFloat32).requires_grad_(),
+                                pattern({5}, 2.0).to(kFloat32).requires_grad_(),
+                                pattern({6}, 3.0).to(kFloat32).requires_grad_()};
+  std::vector<Tensor> initial;
+  for (const Tensor& p : params) initial.push_back(p.detach().clone());
+  Reducer reducer(params, {"a", "b", "c"}, pg,
+                  {.buckets = {.first_bucket_bytes = 1 << 20, .bucket_bytes = 1 << 20}, .shard_gradients = true,
+                   .release_gradients = true, .shard_parameters = true,
+                   .gather_dtypes = {kBFloat16, kFloat32, kBFloat16}});
+  const auto buckets = reducer.buckets();
+  const std::vector<bool> low = {true, false, true};
+  for (const auto& bucket : buckets)
+    for (std::size_t i : bucket) EXPECT_EQ(low[i], low[bucket.front()]) << "a bucket mixes gather dtypes";
+  const auto gather_all = [&](bool full_precision) {
+    std::vector<Work> works;
+    for (std::size_t k = 0; k < buckets.size(); ++k) works.push_back(reducer.gather_bucket(k, full_precision));
+    when_all(works).wait();
+  };
+  gather_all(false);
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    EXPECT_EQ(params[i].dtype(), low[i] ? kBFloat16 : kFloat32) << "parameter " << i;
+    expect_near(params[i], low[i] ? initial[i].to(kBFloat16) : initial[i], 0, concat("gathered parameter ", i));
+  }
+  // Loss (r + 1) (sum(a) + 2 sum(b) + 4 sum(c)): the mean gradients are (n + 1) / 2 times 1, 2, 4.
+  mul(add(add(sum(params[0]).to(kFloat32), mul(sum(params[1]), 2.0)), mul(sum(params[2]).to(kFloat32), 4.0)),
+      static_cast<double>(r + 1))
+      .backward();
+  const double mean = (n + 1) / 2.0;
+  const auto& pieces = reducer.shard_pieces();
+  for (std::size_t k = 0; k < pieces.size(); ++k) {
+    const std::size_t owner = reducer.shard_owners()[k];
+    EXPECT_EQ(pieces[k].dtype(), kFloat32);
+    expect_values(pieces[k].grad(), [&](std::int64_t) { return mean * (owner == 0 ? 1 : owner == 1 ? 2 : 4); },
+                  concat("piece ", k, " of parameter ", owner));
+  }
+  for (std::size_t k = 0; k < buckets.size(); ++k) reducer.release_bucket(k);
+  gather_all(true);  // float32 again, the values unrounded; a gather for the passes keeps them
+  gather_all(false);
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    EXPECT_EQ(params[i].dtype(), kFloat32) << "parameter " << i << " gathered in full precision";
+    expect_near(params[i], initial[i], 0, concat("parameter ", i, " in full precision"));
+  }
+  for (std::size_t k = 0; k < buckets.size(); ++k) reducer.release_bucket(k);
+  const auto refused = [&](ReducerOptions options, const std::string& message) {
+    try {
+      Reducer(params, {"a", "b", "c"}, pg, options);
+      ADD_FAILURE() << "accepted: " << message;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+    }
+  };
+  refused({.shard_gradients = true, .release_gradients = true, .gather_dtypes = {kBFloat16, kFloat32, kFloat32}},
+          "gather_dtypes is the dtype of sharded parameters' gathers: it needs shard_parameters");
+  refused({.shard_gradients = true, .release_gradients = true, .shard_parameters = true, .gather_dtypes = {kBFloat16}},
+          "gather_dtypes has 1 entries for 3 parameters");
+  refused({.shard_gradients = true, .release_gradients = true, .shard_parameters = true,
+           .gather_dtypes = {kFloat64, kFloat32, kFloat32}},
+          "parameter 'a' (float32) cannot be gathered in float64: expected its own dtype, or bfloat16 or float16 for a "
+          "float32 parameter");
+}
+
 TEST(DistributedDataParallel, BFloat16GradientsAccumulateInFloat32) {
   auto pg = world();
   const int n = pg->size();

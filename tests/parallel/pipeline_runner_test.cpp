@@ -15,6 +15,7 @@
 #include <limits>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -340,6 +341,83 @@ TEST(TrainingPlan, NaNOnOneRankSkipsTheStepOnEveryRank) {
     EXPECT_FALSE(next.non_finite || next.skipped) << name;
     EXPECT_TRUE(std::isfinite(next.loss)) << name;
     EXPECT_FALSE(same_bits(plan.module().parameters()[0], before[0])) << name << ": the next step updates";
+  }
+}
+
+// ZeRO-3 under autocast to bfloat16, data parallel over the world: the blocks' linear layers
+// are gathered in bfloat16 (their forward sees bfloat16 weights; the table and the head's
+// bias stay float32), and the run keeps the losses, gradient norms and weights of plain data
+// parallel under the same autocast (autocast casts those weights to bfloat16 anyway: the same
+// bits but for the order of the gradient sums). Gathered for reading, the weights are float32.
+// Autocast under pipeline stages is refused.
+TEST(TrainingPlan, ZeRO3GathersLinearLayersInAutocastsDtype) {
+  auto pg = world();
+  const Layout layout(pg->size(), 1, 1);
+  const ParallelGroups groups = make_parallel_groups(layout, pg);
+  const int m = kMicroBatches / layout.dp();
+  if (m == 0) GTEST_SKIP() << "more ranks than micro-batches";
+  const MakeOptimizer sgd = [](const std::vector<OptimizedTensor>& tensors) {
+    std::vector<Tensor> list;
+    for (const OptimizedTensor& t : tensors) list.push_back(t.tensor);
+    return std::make_unique<optim::SGD>(list, optim::SGDOptions{.lr = 0.5});
+  };
+  struct Run {
+    std::vector<StepResult> steps;
+    std::vector<Tensor> weights;        // gathered after the last step
+    std::set<std::string> seen_dtypes;  // "<linear weight dtype>/<table dtype>" in each block's forward
+  };
+  const auto train = [&](int zero_stage, std::optional<DataType> autocast) {
+    const UserModel mine(5);
+    const BuildModel build = [&](std::shared_ptr<TensorParallel>, const PartFor& part_for) {
+      return staged(mine, part_for(kBlocks));
+    };
+    TrainingPlan plan(layout, groups, build,
+                      {.zero_stage = zero_stage, .micro_batches = m, .grad_clip = 0.5, .autocast = autocast}, sgd);
+    Run run;
+    const auto linear = std::dynamic_pointer_cast<nn::SequentialImpl>(mine.blocks[1])->children().at(0);
+    mine.blocks[1]->register_forward_pre_hook([&](nn::Module&, const TensorList&) {
+      run.seen_dtypes.insert(concat(linear->parameters()[0].dtype(), "/", mine.embed->weight.dtype()));
+    });
+    for (int step = 0; step < 3; ++step) {
+      const auto batches = micro_batches(step);
+      run.steps.push_back(plan.step(std::vector<data::Example>(batches.begin() + groups.coord.dp * m,
+                                                               batches.begin() + (groups.coord.dp + 1) * m)));
+    }
+    const auto gathered = plan.gather_parameters();
+    for (const Tensor& p : plan.module().parameters()) run.weights.push_back(p.detach().clone());
+    return run;
+  };
+  const Run plain = train(0, kBFloat16), zero3 = train(3, kBFloat16), float32 = train(0, std::nullopt);
+  const std::string rank = concat("rank ", pg->rank());
+  // Autocast is on: its bfloat16 products move the losses off float32's.
+  for (std::size_t s = 0; s < plain.steps.size(); ++s)
+    EXPECT_GT(std::abs(plain.steps[s].loss - float32.steps[s].loss), 1e-5) << rank << ", step " << s;
+  if (pg->size() > 1) EXPECT_EQ(zero3.seen_dtypes, std::set<std::string>{"bfloat16/float32"}) << rank;
+  EXPECT_EQ(plain.seen_dtypes, std::set<std::string>{"float32/float32"}) << rank;
+  for (std::size_t s = 0; s < plain.steps.size(); ++s) {
+    EXPECT_NEAR(zero3.steps[s].loss, plain.steps[s].loss, 1e-6) << rank << ", step " << s;
+    EXPECT_NEAR(zero3.steps[s].grad_norm, plain.steps[s].grad_norm, 1e-6 * plain.steps[s].grad_norm)
+        << rank << ", step " << s;
+  }
+  ASSERT_EQ(zero3.weights.size(), plain.weights.size());
+  for (std::size_t i = 0; i < plain.weights.size(); ++i) {
+    EXPECT_EQ(zero3.weights[i].dtype(), kFloat32) << rank << ": parameter " << i << " gathered for reading";
+    expect_near(zero3.weights[i], plain.weights[i], 1e-6, concat(rank, ": parameter ", i));
+  }
+  if (pg->size() % 2 == 0) {
+    const Layout pipelined(pg->size(), 1, 2);
+    const UserModel mine(5);
+    const BuildModel build = [&](std::shared_ptr<TensorParallel>, const PartFor& part_for) {
+      return staged(mine, part_for(kBlocks));
+    };
+    try {
+      TrainingPlan(pipelined, make_parallel_groups(pipelined, pg), build, {.autocast = kBFloat16}, sgd);
+      ADD_FAILURE() << rank << ": autocast under pipeline stages was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("autocast applies to the passes of a plan without pipeline stages; got pp = 2"),
+                std::string::npos)
+          << e.what();
+    }
   }
 }
 
