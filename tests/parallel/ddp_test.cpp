@@ -378,14 +378,14 @@ TEST(DistributedDataParallel, BucketGroupsReduceOnlyTheirPasses) {
   EXPECT_THROW(sum(mul(params[0], params[0])).backward(), Error);
 }
 
-// ZeRO-3 with gather_dtypes: a float32 parameter gathered in bfloat16 holds bfloat16 (its
-// float32 values rounded once) while gathered for the passes, its bfloat16 gradient is averaged
-// into float32 pieces, and a full-precision gather gives its float32 values back (and serves
-// the passes too); buckets never mix gather dtypes. Bad gather dtypes are refused.
+// ZeRO-3 with gather_dtypes: a float32 parameter gathered in bfloat16 (or float16) holds that
+// dtype (its float32 values rounded once) while gathered for the passes, its 16-bit gradient is
+// averaged into float32 pieces, and a full-precision gather gives its float32 values back (and
+// serves the passes too); buckets never mix gather dtypes. Bad gather dtypes are refused.
 TEST(DistributedDataParallel, ZeRO3GathersEachBucketInItsGatherDtype) {
   auto pg = world();
   const int r = pg->rank(), n = pg->size();
-  // a, c: float32 gathered in bfloat16; b: float32 gathered as it is.
+  // All float32: a gathered in bfloat16, b as it is, c in float16.
   std::vector<Tensor> params = {pattern({7}, 1.0).to(kFloat32).requires_grad_(),
                                 pattern({5}, 2.0).to(kFloat32).requires_grad_(),
                                 pattern({6}, 3.0).to(kFloat32).requires_grad_()};
@@ -394,11 +394,11 @@ TEST(DistributedDataParallel, ZeRO3GathersEachBucketInItsGatherDtype) {
   Reducer reducer(params, {"a", "b", "c"}, pg,
                   {.buckets = {.first_bucket_bytes = 1 << 20, .bucket_bytes = 1 << 20}, .shard_gradients = true,
                    .release_gradients = true, .shard_parameters = true,
-                   .gather_dtypes = {kBFloat16, kFloat32, kBFloat16}});
+                   .gather_dtypes = {kBFloat16, kFloat32, kFloat16}});
   const auto buckets = reducer.buckets();
-  const std::vector<bool> low = {true, false, true};
+  const std::vector<DataType> gathered_in = {kBFloat16, kFloat32, kFloat16};
   for (const auto& bucket : buckets)
-    for (std::size_t i : bucket) EXPECT_EQ(low[i], low[bucket.front()]) << "a bucket mixes gather dtypes";
+    for (std::size_t i : bucket) EXPECT_EQ(gathered_in[i], gathered_in[bucket.front()]) << "a bucket mixes gather dtypes";
   const auto gather_all = [&](bool full_precision) {
     std::vector<Work> works;
     for (std::size_t k = 0; k < buckets.size(); ++k) works.push_back(reducer.gather_bucket(k, full_precision));
@@ -406,8 +406,8 @@ TEST(DistributedDataParallel, ZeRO3GathersEachBucketInItsGatherDtype) {
   };
   gather_all(false);
   for (std::size_t i = 0; i < params.size(); ++i) {
-    EXPECT_EQ(params[i].dtype(), low[i] ? kBFloat16 : kFloat32) << "parameter " << i;
-    expect_near(params[i], low[i] ? initial[i].to(kBFloat16) : initial[i], 0, concat("gathered parameter ", i));
+    EXPECT_EQ(params[i].dtype(), gathered_in[i]) << "parameter " << i;
+    expect_near(params[i], initial[i].to(gathered_in[i]), 0, concat("gathered parameter ", i));
   }
   // Loss (r + 1) (sum(a) + 2 sum(b) + 4 sum(c)): the mean gradients are (n + 1) / 2 times 1, 2, 4.
   mul(add(add(sum(params[0]).to(kFloat32), mul(sum(params[1]), 2.0)), mul(sum(params[2]).to(kFloat32), 4.0)),
