@@ -15,6 +15,7 @@ module;
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 module infini.parallel;
 import infini.std;
 
@@ -383,64 +384,138 @@ class MpiProgress final : public Progress {
   PollBackoff backoff_;
 };
 
-// Ring all-reduce for large tensors: reduce-scatter then all-gather around the ring,
-// 2 (n - 1) steps of one send and one receive of a 1/n chunk each, the reductions by
-// MPI_Reduce_local. Each rank moves 2 (n - 1) / n of the tensor, and the result is the same
-// bits on every rank and run: each chunk is reduced in ring order on one rank and copied.
-class RingAllReduce {
- public:
-  RingAllReduce(MPI_Comm comm, int rank, int size, int tag, const Tensor& buf, ReduceOp op)
-      : comm_(comm), rank_(rank), size_(size), tag_(tag), buf_(buf), type_(mpi_type(buf.dtype())),
-        op_(mpi_op(op, buf.dtype())), itemsize_(static_cast<std::int64_t>(buf.itemsize())) {
-    const std::int64_t n = buf.numel();
-    for (int c = 0, start = 0; c < size; ++c) {
-      const std::int64_t length = n / size + (c < n % size ? 1 : 0);
+// The rings below: collectives of n - 1 or 2 (n - 1) steps of one send to the next rank and
+// one receive from the previous, each a 1/n block, issued one step at a time by the progress
+// engine (MpiProgress::track's `next`). Unlike one opaque MPI collective, every completed step
+// counts as progress, so the engine's poll backoff never sleeps through a transfer that is
+// moving. Each ring has a tag of its own on the ring communicator, so that rings in flight
+// together never match each other's messages. Results are the same bits on every rank and
+// run: each block is reduced in ring order on one rank and copied.
+class Ring {
+ protected:
+  // `blocks` bytes-per-element-`itemsize` buffers split into `size` blocks (equal, or the first
+  // numel % size one element longer).
+  Ring(const char* op_name, MPI_Comm comm, int rank, int size, int tag, std::int64_t numel, DataType dtype)
+      : op_name_(op_name), comm_(comm), rank_(rank), size_(size), tag_(tag), type_(mpi_type(dtype)),
+        itemsize_(static_cast<std::int64_t>(itemsize(dtype))) {
+    for (std::int64_t c = 0, start = 0; c < size; ++c) {
+      const std::int64_t length = numel / size + (c < numel % size ? 1 : 0);
       offsets_.push_back(start);
       lengths_.push_back(length);
-      start += static_cast<int>(length);
+      start += length;
     }
+  }
+
+  int block(int c) const { return ((c % size_) + size_) % size_; }
+  int count(int c) const { return static_cast<int>(lengths_[static_cast<std::size_t>(c)]); }
+  void* at(const Tensor& t, int c) const {
+    return static_cast<char*>(t.data_ptr()) + offsets_[static_cast<std::size_t>(c)] * itemsize_;
+  }
+  void check(int rc, const char* call) const {
+    if (rc != MPI_SUCCESS) throw CommError(op_name_, concat(call, " in the ring failed: ", mpi_error_text(rc)));
+  }
+  // One step: receive `recv_count` elements into recv_to from the previous rank, send block
+  // `send_block` of `from` to the next.
+  void exchange(std::vector<MPI_Request>& requests, void* recv_to, int recv_count, const void* send_from,
+                int send_count) {
+    const int next_rank = (rank_ + 1) % size_, prev_rank = (rank_ + size_ - 1) % size_;
+    requests.resize(2, MPI_REQUEST_NULL);
+    check(MPI_Irecv(recv_to, recv_count, type_, prev_rank, tag_, comm_, &requests[0]), "MPI_Irecv");
+    check(MPI_Isend(send_from, send_count, type_, next_rank, tag_, comm_, &requests[1]), "MPI_Isend");
+    ++step_;
+  }
+
+  const char* op_name_;
+  MPI_Comm comm_;
+  int rank_, size_, tag_, step_ = 0;
+  MPI_Datatype type_;
+  std::int64_t itemsize_;
+  std::vector<std::int64_t> offsets_, lengths_;
+};
+
+// Ring all-reduce for large tensors: reduce-scatter then all-gather around the ring, 2 (n - 1)
+// steps, the reductions by MPI_Reduce_local. Each rank moves 2 (n - 1) / n of the tensor.
+class RingAllReduce : Ring {
+ public:
+  RingAllReduce(MPI_Comm comm, int rank, int size, int tag, const Tensor& buf, ReduceOp op)
+      : Ring("all_reduce", comm, rank, size, tag, buf.numel(), buf.dtype()), buf_(buf), op_(mpi_op(op, buf.dtype())) {
     scratch_ = empty({lengths_[0]}, TensorOptions{.dtype = buf.dtype()});
   }
 
-  // Issues step `step_` (after reducing the chunk the previous step received); false when
+  // Issues step `step_` (after reducing the block the previous step received); false when
   // every step is done.
   bool next(std::vector<MPI_Request>& requests) {
-    const int n = size_, next_rank = (rank_ + 1) % n, prev_rank = (rank_ + n - 1) % n;
-    if (step_ > 0 && step_ <= n - 1) {  // a reduce-scatter step received a partial chunk
-      const int c = chunk(rank_ - step_);
-      check(MPI_Reduce_local(scratch_.data_ptr(), at(c), count(c), type_, op_), "MPI_Reduce_local");
+    const int n = size_;
+    if (step_ > 0 && step_ <= n - 1) {  // a reduce-scatter step received a partial block
+      const int c = block(rank_ - step_);
+      check(MPI_Reduce_local(scratch_.data_ptr(), at(buf_, c), count(c), type_, op_), "MPI_Reduce_local");
     }
     if (step_ == 2 * (n - 1)) return false;
-    int send_chunk, recv_chunk;
-    void* recv_to;
-    if (step_ < n - 1) {  // reduce-scatter: pass chunk r - s on, receive chunk r - s - 1
-      send_chunk = chunk(rank_ - step_), recv_chunk = chunk(rank_ - step_ - 1), recv_to = scratch_.data_ptr();
-    } else {  // all-gather: pass on the complete chunk r + 1 - t, receive chunk r - t in place
-      const int t = step_ - (n - 1);
-      send_chunk = chunk(rank_ + 1 - t), recv_chunk = chunk(rank_ - t), recv_to = at(recv_chunk);
+    if (step_ < n - 1) {  // reduce-scatter: pass block r - s on, receive block r - s - 1
+      const int send = block(rank_ - step_), recv = block(rank_ - step_ - 1);
+      exchange(requests, scratch_.data_ptr(), count(recv), at(buf_, send), count(send));
+    } else {  // all-gather: pass on the complete block r + 1 - t, receive block r - t in place
+      const int t = step_ - (n - 1), send = block(rank_ + 1 - t), recv = block(rank_ - t);
+      exchange(requests, at(buf_, recv), count(recv), at(buf_, send), count(send));
     }
-    requests.resize(2, MPI_REQUEST_NULL);
-    check(MPI_Irecv(recv_to, count(recv_chunk), type_, prev_rank, tag_, comm_, &requests[0]), "MPI_Irecv");
-    check(MPI_Isend(at(send_chunk), count(send_chunk), type_, next_rank, tag_, comm_, &requests[1]), "MPI_Isend");
-    ++step_;
     return true;
   }
 
  private:
-  int chunk(int c) const { return ((c % size_) + size_) % size_; }
-  int count(int c) const { return static_cast<int>(lengths_[static_cast<std::size_t>(c)]); }
-  void* at(int c) const { return static_cast<char*>(buf_.data_ptr()) + offsets_[static_cast<std::size_t>(c)] * itemsize_; }
-  static void check(int rc, const char* call) {
-    if (rc != MPI_SUCCESS) throw CommError("all_reduce", concat(call, " in the ring all-reduce failed: ", mpi_error_text(rc)));
+  Tensor buf_, scratch_;
+  MPI_Op op_;
+};
+
+// Ring reduce-scatter: `in` (n equal blocks) is left as it is; rank r ends with the reduction
+// of block r in `out`. Step s passes on the partial sum of block r - s - 1 and receives that of
+// block r - s - 2, adding this rank's block to it. The partial sums alternate between `out` and
+// one block of scratch, so that the last step's lands in `out`.
+class RingReduceScatter : Ring {
+ public:
+  RingReduceScatter(MPI_Comm comm, int rank, int size, int tag, const Tensor& out, const Tensor& in, ReduceOp op)
+      : Ring("reduce_scatter", comm, rank, size, tag, in.numel(), in.dtype()), out_(out), in_(in),
+        op_(mpi_op(op, in.dtype())) {
+    if (size > 2) scratch_ = empty({out.numel()}, TensorOptions{.dtype = in.dtype()});
   }
 
-  MPI_Comm comm_;
-  int rank_, size_, tag_, step_ = 0;
-  Tensor buf_, scratch_;
-  MPI_Datatype type_;
+  bool next(std::vector<MPI_Request>& requests) {
+    if (step_ > 0) {  // the previous step received the partial sum of block r - step - 1
+      const int c = block(rank_ - step_ - 1);
+      check(MPI_Reduce_local(at(in_, c), received_by(step_ - 1), count(c), type_, op_), "MPI_Reduce_local");
+    }
+    if (step_ == size_ - 1) return false;
+    const int send = block(rank_ - step_ - 1), recv = block(rank_ - step_ - 2);
+    const void* from = step_ == 0 ? at(in_, send) : received_by(step_ - 1);
+    exchange(requests, received_by(step_), count(recv), from, count(send));
+    return true;
+  }
+
+ private:
+  // Where step s receives: `out` for the last step (n - 2) and every second one before it.
+  void* received_by(int s) const { return (size_ - 2 - s) % 2 == 0 ? out_.data_ptr() : scratch_.data_ptr(); }
+
+  Tensor out_, in_, scratch_;
   MPI_Op op_;
-  std::int64_t itemsize_;
-  std::vector<std::int64_t> offsets_, lengths_;
+};
+
+// Ring all-gather: `in` goes to block r of `out`, then step t passes on block r - t and
+// receives block r - t - 1, both in place in `out`.
+class RingAllGather : Ring {
+ public:
+  RingAllGather(MPI_Comm comm, int rank, int size, int tag, const Tensor& out, const Tensor& in)
+      : Ring("all_gather", comm, rank, size, tag, out.numel(), out.dtype()), out_(out) {
+    std::memmove(at(out_, rank), in.data_ptr(), static_cast<std::size_t>(in.nbytes()));
+  }
+
+  bool next(std::vector<MPI_Request>& requests) {
+    if (step_ == size_ - 1) return false;
+    const int send = block(rank_ - step_), recv = block(rank_ - step_ - 1);
+    exchange(requests, at(out_, recv), count(recv), at(out_, send), count(send));
+    return true;
+  }
+
+ private:
+  Tensor out_;
 };
 
 class MpiBackend final : public Backend {
@@ -478,31 +553,25 @@ class MpiBackend final : public Backend {
   MPI_Comm comm() const { return comm_; }
 
   void all_reduce(const State& work, const Tensor& buf, ReduceOp op) override {
-    if (buf.nbytes() >= kRingBytes && size_ > 1 && buf.numel() >= size_) {
-      // Each ring all-reduce has a tag of its own on the ring communicator, so that rings
-      // in flight together never match each other's messages.
-      auto ring = std::make_shared<RingAllReduce>(ring_comm_, rank_, size_, next_ring_tag(), buf, op);
-      std::vector<MPI_Request> first;
-      try {
-        ring->next(first);
-      } catch (const Error& e) {
-        return work->fail(e.what());
-      }
-      MpiProgress::instance().track(work, first, [ring](std::vector<MPI_Request>& r) { return ring->next(r); });
-      return;
-    }
+    if (use_ring(buf))
+      return run_ring(work, std::make_shared<RingAllReduce>(ring_comm_, rank_, size_, next_ring_tag(), buf, op));
     launch(work, "MPI_Iallreduce", [&](MPI_Request* r) {
       return MPI_Iallreduce(MPI_IN_PLACE, buf.data_ptr(), count(buf), mpi_type(buf.dtype()),
                             mpi_op(op, buf.dtype()), comm_, r);
     });
   }
   void all_gather(const State& work, const Tensor& out, const Tensor& in) override {
+    if (use_ring(out))
+      return run_ring(work, std::make_shared<RingAllGather>(ring_comm_, rank_, size_, next_ring_tag(), out, in));
     launch(work, "MPI_Iallgather", [&](MPI_Request* r) {
       const MPI_Datatype t = mpi_type(in.dtype());
       return MPI_Iallgather(in.data_ptr(), count(in), t, out.data_ptr(), count(in), t, comm_, r);
     });
   }
   void reduce_scatter(const State& work, const Tensor& out, const Tensor& in, ReduceOp op) override {
+    if (use_ring(in))
+      return run_ring(work,
+                      std::make_shared<RingReduceScatter>(ring_comm_, rank_, size_, next_ring_tag(), out, in, op));
     launch(work, "MPI_Ireduce_scatter_block", [&](MPI_Request* r) {
       return MPI_Ireduce_scatter_block(in.data_ptr(), out.data_ptr(), count(out), mpi_type(out.dtype()),
                                        mpi_op(op, out.dtype()), comm_, r);
@@ -565,8 +634,23 @@ class MpiBackend final : public Backend {
 
  private:
   // all_reduce of this many bytes and more runs as a ring (measured with comm_bench: below
-  // it MPI's own algorithms win).
+  // it MPI's own algorithms win); so do all_gather and reduce_scatter of this many bytes in all.
   static constexpr std::int64_t kRingBytes = 64 << 10;
+  bool use_ring(const Tensor& whole) const {
+    return whole.nbytes() >= kRingBytes && size_ > 1 && whole.numel() >= size_;
+  }
+
+  // Issues the ring's first step and has the engine issue the others as each completes.
+  template <class R>
+  static void run_ring(const State& work, const std::shared_ptr<R>& ring) {
+    std::vector<MPI_Request> first;
+    try {
+      ring->next(first);
+    } catch (const Error& e) {
+      return work->fail(e.what());
+    }
+    MpiProgress::instance().track(work, first, [ring](std::vector<MPI_Request>& r) { return ring->next(r); });
+  }
 
   int next_ring_tag() {
     ring_tag_ = ring_tag_ == tag_ub_ ? 0 : ring_tag_ + 1;

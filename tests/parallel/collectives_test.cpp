@@ -247,6 +247,53 @@ TEST(Collectives, BarrierAndEmptyOperands) {
   EXPECT_EQ(empty2d.numel(), 0);
 }
 
+// all_gather and reduce_scatter of 64 KiB and more take the rings: every dtype (and every op of
+// reduce_scatter), an odd block length, `in` of reduce_scatter left as it was, an all_gather
+// whose input is its own block of the output, and several rings of each kind in flight at once.
+TEST(Collectives, AllGatherAndReduceScatterOfLargeTensorsTakeTheRings) {
+  auto pg = world();
+  const int r = pg->rank(), n = pg->size();
+  constexpr std::int64_t kBlock = 70001;  // elements per rank: 64 KiB and more in all, in every dtype
+  for (DataType dtype : kNumericTypes) {
+    Tensor in = make(kBlock, dtype, [&](std::int64_t i) { return value(r, i); });
+    Tensor out = zeros({n * kBlock}, TensorOptions{.dtype = dtype});
+    pg->all_gather(out, in).wait();
+    expect_values(out, [&](std::int64_t k) { return value(static_cast<int>(k / kBlock), k % kBlock); },
+                  concat("large all_gather, ", dtype));
+    for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Avg, ReduceOp::Max, ReduceOp::Min, ReduceOp::Product}) {
+      if (op == ReduceOp::Avg && !is_floating_point(dtype)) continue;
+      Tensor whole = make(n * kBlock, dtype, [&](std::int64_t k) { return value(r, k); });
+      Tensor mine = zeros({kBlock}, TensorOptions{.dtype = dtype});
+      pg->reduce_scatter(mine, whole, {.op = op}).wait();
+      expect_values(mine, [&](std::int64_t i) { return reduced(op, n, r * kBlock + i); },
+                    concat("large reduce_scatter ", name(op), ", ", dtype));
+      expect_values(whole, [&](std::int64_t k) { return value(r, k); }, concat("reduce_scatter's input, ", dtype));
+    }
+  }
+  Tensor own = make(n * kBlock, kFloat32, [&](std::int64_t k) { return k / kBlock == r ? value(r, k % kBlock) : -1.0; });
+  pg->all_gather(own, own.narrow(0, r * kBlock, kBlock)).wait();
+  expect_values(own, [&](std::int64_t k) { return value(static_cast<int>(k / kBlock), k % kBlock); },
+                "all_gather of its own block");
+  std::vector<Tensor> gathered, scattered;
+  std::vector<Work> works;
+  for (int k = 0; k < 3; ++k) {
+    gathered.push_back(zeros({n * kBlock}, TensorOptions{.dtype = kFloat32}));
+    works.push_back(pg->all_gather(gathered.back(), make(kBlock, kFloat32, [&](std::int64_t i) { return value(r + k, i); })));
+    scattered.push_back(zeros({kBlock}, TensorOptions{.dtype = kFloat32}));
+    works.push_back(pg->reduce_scatter(scattered.back(),
+                                       make(n * kBlock, kFloat32, [&](std::int64_t i) { return value(r, i + k); })));
+  }
+  when_all(works).wait();
+  for (int k = 0; k < 3; ++k) {
+    expect_values(gathered[static_cast<std::size_t>(k)],
+                  [&](std::int64_t i) { return value(static_cast<int>(i / kBlock) + k, i % kBlock); },
+                  concat("all_gather ", k, " of 3 in flight"));
+    expect_values(scattered[static_cast<std::size_t>(k)],
+                  [&](std::int64_t i) { return reduced(ReduceOp::Sum, n, r * kBlock + i + k); },
+                  concat("reduce_scatter ", k, " of 3 in flight"));
+  }
+}
+
 TEST(Collectives, SixtyFourMebibytes) {
   auto pg = world();
   const int r = pg->rank(), n = pg->size();
