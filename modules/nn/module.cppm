@@ -44,6 +44,7 @@ export import :clip_grad;
 export import :grad_scaler;
 export import :lr_scheduler;
 export import :llmc_checkpoint;
+export import :hf_model;
 export import :llmc_tokens;
 export import :llmc_tokenizer;
 export import :gpt2_tokenizer;

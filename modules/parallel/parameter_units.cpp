@@ -26,9 +26,13 @@ std::vector<DataType> gather_dtypes(nn::Module& model, const std::vector<Tensor>
   for (const Tensor& p : params) dtypes.push_back(p.dtype());
   if (!autocast) return dtypes;
   std::vector<Tensor> linear, other;  // the parameters each kind of module holds itself
-  for (const auto& module : model.modules())
+  for (const auto& module : model.modules()) {
+    const bool is_linear = dynamic_cast<const nn::LinearImpl*>(module.get()) != nullptr;
+    // A row-parallel layer adds its bias after the all-reduce, outside the product.
+    const auto* row = dynamic_cast<const RowParallelLinearImpl*>(module.get());
     for (const Tensor& p : module->parameters(/*recurse=*/false))
-      (dynamic_cast<const nn::LinearImpl*>(module.get()) ? linear : other).push_back(p);
+      (is_linear && !(row && p.is_same(row->bias)) ? linear : other).push_back(p);
+  }
   const auto holds = [](const std::vector<Tensor>& list, const Tensor& p) {
     return std::ranges::any_of(list, [&](const Tensor& q) { return q.is_same(p); });
   };

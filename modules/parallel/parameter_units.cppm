@@ -38,7 +38,8 @@ inline constexpr BucketOptions kBucketPerGroup{.first_bucket_bytes = std::int64_
 // that only linear layers (nn::LinearImpl and its tensor-parallel kinds) hold, which autocast
 // casts to it anyway, so gathering them in it moves half the bytes and computes the same bits
 // (FSDP's param_dtype where autocast applies); each parameter's own dtype for the others
-// (norms, embeddings, a table tied to an embedding) and without autocast.
+// (norms, embeddings, a table tied to an embedding, a row-parallel layer's bias, which is
+// added after its all-reduce) and without autocast.
 std::vector<DataType> gather_dtypes(nn::Module& model, const std::vector<Tensor>& params,
                                     std::optional<DataType> autocast);
 

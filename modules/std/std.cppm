@@ -232,6 +232,7 @@ using std::min;
 using std::nextafter;
 using std::nth_element;
 using std::partial_sort;
+using std::reverse;
 using std::sort;
 using std::upper_bound;
 

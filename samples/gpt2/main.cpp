@@ -25,16 +25,20 @@ using namespace infini;
 namespace {
 
 struct ModelFlags {
-  std::string llmc_filepath;
+  std::string llmc_filepath, hf_model;
   std::string model = "d12";
   std::int64_t num_layers = 0, num_heads = 0, channels = 0, max_seq_len = 1024, vocab_size = 50257;
 };
 
-// The model (this rank's part of it): an llm.c checkpoint's (read whole, then the part
-// kept), a named size, or "custom" from the flags (vocabulary padded to a multiple of 128).
+// The model (this rank's part of it): an llm.c checkpoint's or a Hugging Face directory's (read
+// whole, then the part kept), a named size, or "custom" from the flags (vocabulary padded to a
+// multiple of 128).
 nn::GPT2 make_model(const ModelFlags& f, const samples::PartFor& part_for) {
-  if (!f.llmc_filepath.empty()) {
-    const llmc::GPT2Checkpoint checkpoint = llmc::read_gpt2_checkpoint(f.llmc_filepath);
+  if (!f.llmc_filepath.empty() && !f.hf_model.empty())
+    throw Error("gpt2", "--llmc_filepath and --hf_model both give the starting weights: pass one");
+  if (!f.llmc_filepath.empty() || !f.hf_model.empty()) {
+    const llmc::GPT2Checkpoint checkpoint =
+        f.hf_model.empty() ? llmc::read_gpt2_checkpoint(f.llmc_filepath) : hf::read_gpt2(f.hf_model);
     const llmc::GPT2Config& c = checkpoint.config;
     nn::GPT2 whole(nn::GPT2Config{.max_seq_len = c.max_seq_len, .vocab_size = c.vocab_size,
                                   .padded_vocab_size = c.padded_vocab_size, .num_layers = c.num_layers,
@@ -66,6 +70,8 @@ int main(int argc, char** argv) {
   samples::TrainFlags f;
   CLI::App app{"Trains GPT-2 (llm.c's model and file formats) on the CPU or one CUDA GPU (--device cuda)."};
   app.add_option("--llmc_filepath", m.llmc_filepath, "start from this llm.c GPT-2 checkpoint");
+  app.add_option("--hf_model", m.hf_model,
+                 "start from this Hugging Face GPT-2 directory (config.json, model.safetensors or shards)");
   app.add_option("--model", m.model, "d12, d24, d36, d48 (random init), or custom (see --num_layers ...)")
       ->check(CLI::IsMember({"d12", "d24", "d36", "d48", "custom"}));
   app.add_option("--num_layers", m.num_layers, "custom model: layers");

@@ -6,6 +6,9 @@
 #include <cmath>
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "comm_test_util.h"
@@ -229,6 +232,37 @@ std::pair<double, Tensor> reference_cross_entropy(const Tensor& logits, const st
       grad[n * Vp + v] = (std::exp(p[n * Vp + v] - m) / s - (v == targets[n] ? 1.0 : 0.0)) / static_cast<double>(kept);
   }
   return {total / static_cast<double>(kept), from_vector(grad, {N, Vp})};
+}
+
+// ZeRO-3's gather dtypes under autocast: autocast's dtype for what only the products read
+// (linear and column-parallel weights and biases, a row-parallel weight); float32 for a
+// row-parallel bias (added after the all-reduce), norms and embeddings; every parameter's own
+// dtype without autocast.
+TEST(TensorParallelLayers, ZeRO3GatherDtypesFollowAutocast) {
+  auto pg = world();
+  const std::int64_t S = pg->size();
+  auto tp = std::make_shared<TensorParallel>(pg, false);
+  auto model = std::make_shared<nn::ModuleDictImpl>();
+  auto column = std::make_shared<ColumnParallelLinearImpl>(tp, 4, 2 * S);
+  auto row = std::make_shared<RowParallelLinearImpl>(tp, 2 * S, 4, /*bias=*/true, /*input_is_parallel=*/true);
+  auto plain = std::make_shared<nn::LinearImpl>(4, 3);
+  auto norm = std::make_shared<nn::LayerNormImpl>(std::int64_t{4});
+  auto embed = std::make_shared<nn::EmbeddingImpl>(3, 4);
+  for (const auto& [name, module] : std::vector<std::pair<std::string, nn::ModulePtr>>{
+           {"column", column}, {"row", row}, {"plain", plain}, {"norm", norm}, {"embed", embed}})
+    model->insert(name, module);
+  const std::vector<Tensor> params = model->parameters();
+  const auto dtype_of = [&](const std::vector<DataType>& dtypes, const Tensor& p) {
+    for (std::size_t i = 0; i < params.size(); ++i)
+      if (params[i].is_same(p)) return dtypes[i];
+    ADD_FAILURE() << "not a parameter";
+    return kFloat64;
+  };
+  const std::vector<DataType> lower = gather_dtypes(*model, params, kFloat16);
+  for (const Tensor& p : {column->weight, column->bias, row->weight, plain->weight, plain->bias})
+    EXPECT_EQ(dtype_of(lower, p), kFloat16);
+  for (const Tensor& p : {row->bias, norm->weight, norm->bias, embed->weight}) EXPECT_EQ(dtype_of(lower, p), kFloat32);
+  for (const DataType d : gather_dtypes(*model, params, std::nullopt)) EXPECT_EQ(d, kFloat32);
 }
 
 TEST(VocabParallelCrossEntropy, MatchesTheWholeRowsWithPaddingAndIgnoredRows) {
