@@ -92,6 +92,9 @@ void add_train_flags(CLI::App& app, TrainFlags& f) {
   app.add_option("--export_llmc", f.export_llmc,
                  "with --load: write the checkpoint's model as an llm.c checkpoint to this file and exit without "
                  "training (the model flags must describe the saved model)");
+  app.add_option("--hf_out", f.hf_out,
+                 "after the last step (with --num_iteration 0: the starting or --load'ed model), write the model as "
+                 "a Hugging Face directory (config.json, model.safetensors, as transformers' save_pretrained)");
   app.add_option("--metrics_out", f.metrics_out, "JSON lines file, one object per step");
   app.add_option("--threads", f.threads, "OpenMP threads (0: the default)");
   app.add_option("--zero_stage", f.zero_stage,
@@ -486,17 +489,19 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
       std::printf("resumed from %s at step %lld (saved as %s)\n", f.load.c_str(), static_cast<long long>(saved_step),
                   checkpoint.metadata().contains("layout") ? checkpoint.metadata().at("layout").c_str() : "?");
   }
-  // The whole model as an llm.c checkpoint (written by rank 0; collective over its replica).
-  auto export_llmc = [&](const std::filesystem::path& path) {
+  // The whole model as an llm.c checkpoint or a Hugging Face directory (written by rank 0;
+  // collective over its replica).
+  auto export_model = [&](const std::filesystem::path& path, ModelFormat format) {
     const auto gathered = plan.gather_parameters();  // ZeRO-3: every rank's blocks
     if (!ranks.main_replica()) return;
     if (pipeline) {  // the stages' parts gathered on rank 0
       const nn::Named<Tensor> whole = pipeline->gather_parameters();
-      if (ranks.main()) lm.write_llmc(path, whole);
+      if (ranks.main()) lm.write_model(path, format, whole);
     } else {
-      lm.export_llmc(path, ranks.main());
+      lm.export_model(path, format, ranks.main());
     }
   };
+  const auto export_llmc = [&](const std::filesystem::path& path) { export_model(path, ModelFormat::kLlmc); };
   if (!f.export_llmc.empty()) {
     export_llmc(f.export_llmc);
     if (ranks.main()) std::printf("wrote step %lld's model to %s\n", static_cast<long long>(saved_step), f.export_llmc.c_str());
@@ -637,6 +642,10 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
     else if (pending && pending->written_everywhere()) publish();
   }
   if (pending) publish();
+  if (!f.hf_out.empty()) {
+    export_model(f.hf_out, ModelFormat::kHuggingFace);
+    if (ranks.main()) std::printf("wrote the model to %s\n", f.hf_out.c_str());
+  }
   if (!f.profile.empty()) write_profile(f.profile, ranks);
   const double mean_ms = timed_steps > 0 ? total_ms / static_cast<double>(timed_steps) : 0;
   // Every rank's parameters and peak bytes (its part of the model under pipeline parallelism).

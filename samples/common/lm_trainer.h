@@ -35,6 +35,7 @@ struct TrainFlags {
   double temperature = 1.0;
   std::string save, load, metrics_out;
   std::string export_llmc;  // with --load: write its model as an llm.c file and exit
+  std::string hf_out;       // after the last step: the model as a Hugging Face directory
   std::int64_t save_interval = 0;
   bool async_save = false;  // checkpoint files written on a background thread
   int threads = 0;
@@ -61,6 +62,9 @@ void add_train_flags(CLI::App& app, TrainFlags& flags);
 void prepare_run(const TrainFlags& flags);
 
 // What the loop needs of a model (of this rank's part of it under pipeline parallelism).
+// What a model export writes: an llm.c checkpoint file, or a Hugging Face model directory.
+enum class ModelFormat { kLlmc, kHuggingFace };
+
 struct LanguageModel {
   std::shared_ptr<infini::nn::Module> module;
   std::int64_t vocab_size, max_seq_len;
@@ -82,12 +86,13 @@ struct LanguageModel {
   std::function<infini::Tensor(const infini::Tensor& x)> whole_head;
   std::vector<infini::Tensor> tied_parameters;
   // Gathers the whole model (every rank of a tensor-parallel group calls it) and, with
-  // `write`, writes it as an llm.c checkpoint. Whole model only.
-  std::function<void(const std::filesystem::path&, bool write)> export_llmc;
+  // `write`, writes it in `format`. Whole model only.
+  std::function<void(const std::filesystem::path&, ModelFormat format, bool write)> export_model;
   // Writes the whole model whose parameters `named` holds (every one, whole tensors, by
-  // name) as an llm.c checkpoint (the pipeline's export, after gathering the stages' parts).
-  std::function<void(const std::filesystem::path&, const infini::nn::Named<infini::Tensor>& named)> write_llmc;
-  std::string llmc_name;  // its file name inside --save
+  // name) in `format` (the pipeline's export, after gathering the stages' parts).
+  std::function<void(const std::filesystem::path&, ModelFormat format, const infini::nn::Named<infini::Tensor>& named)>
+      write_model;
+  std::string llmc_name;  // the llm.c file's name inside --save
 };
 
 // The part of a model of `num_blocks` blocks this rank builds (the whole model, unless pipelined).
@@ -98,11 +103,12 @@ using ModelFactory =
     std::function<LanguageModel(std::shared_ptr<infini::nn::TensorParallelLayers> tp, const PartFor& part_for)>;
 
 // The loop's view of a model holder with config, part, forward, forward_cached, embed, head and
-// loss (nn::GPT2, nn::LLaMA3); export_llmc writes it as llmc_name inside --save, write_llmc a
-// whole model from named tensors.
+// loss (nn::GPT2, nn::LLaMA3); export_model writes it (as llmc_name inside --save, and to
+// --hf_out), write_model a whole model from named tensors.
 template <class Holder>
-LanguageModel language_model(Holder model, std::function<void(const std::filesystem::path&, bool)> export_llmc,
-                             std::function<void(const std::filesystem::path&, const infini::nn::Named<infini::Tensor>&)> write_llmc,
+LanguageModel language_model(Holder model, std::function<void(const std::filesystem::path&, ModelFormat, bool)> export_model,
+                             std::function<void(const std::filesystem::path&, ModelFormat,
+                                                const infini::nn::Named<infini::Tensor>&)> write_model,
                              std::string llmc_name, std::vector<infini::Tensor> tied_parameters) {
   return {.module = model.ptr(),
           .vocab_size = model->config.vocab_size,
@@ -121,8 +127,8 @@ LanguageModel language_model(Holder model, std::function<void(const std::filesys
           .head = [model](const infini::Tensor& x) { return model->head(x); },
           .whole_head = [model](const infini::Tensor& x) { return model->tp->gather_vocab(model->head(x)); },
           .tied_parameters = std::move(tied_parameters),
-          .export_llmc = std::move(export_llmc),
-          .write_llmc = std::move(write_llmc),
+          .export_model = std::move(export_model),
+          .write_model = std::move(write_model),
           .llmc_name = std::move(llmc_name)};
 }
 

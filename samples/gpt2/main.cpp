@@ -63,6 +63,12 @@ llmc::GPT2Checkpoint to_llmc(const nn::GPT2& model) {
           .tensors = model->llmc_tensors()};
 }
 
+void write_checkpoint(const std::filesystem::path& path, samples::ModelFormat format,
+                      const llmc::GPT2Checkpoint& checkpoint) {
+  if (format == samples::ModelFormat::kLlmc) llmc::write_gpt2_checkpoint(path, checkpoint);
+  else hf::write_gpt2(path, checkpoint);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -87,17 +93,18 @@ int main(int argc, char** argv) {
     const auto make = [&m](std::shared_ptr<nn::TensorParallelLayers> tp, const samples::PartFor& part_for) {
       const nn::GPT2 base = make_model(m, part_for);
       const nn::GPT2 model = tp ? samples::split_model(base, tp) : base;
-      const auto export_llmc = [model](const std::filesystem::path& path, bool write) {
+      const auto export_model = [model](const std::filesystem::path& path, samples::ModelFormat format, bool write) {
         const llmc::GPT2Checkpoint checkpoint = to_llmc(model);
-        if (write) llmc::write_gpt2_checkpoint(path, checkpoint);
+        if (write) write_checkpoint(path, format, checkpoint);
       };
       const nn::GPT2Config config = model->config;
-      const auto write_named = [config](const std::filesystem::path& path, const nn::Named<Tensor>& named) {
-        llmc::write_gpt2_checkpoint(
-            path, to_llmc(samples::model_from<nn::GPT2>(config, nullptr, nn::ModelPart::whole(config.num_layers), named)));
+      const auto write_named = [config](const std::filesystem::path& path, samples::ModelFormat format,
+                                        const nn::Named<Tensor>& named) {
+        write_checkpoint(path, format, to_llmc(samples::model_from<nn::GPT2>(config, nullptr,
+                                                                             nn::ModelPart::whole(config.num_layers), named)));
       };
       // wte is the embedding and the LM head: tied between the first and the last stage.
-      return samples::language_model(model, export_llmc, write_named, "gpt2.bin",
+      return samples::language_model(model, export_model, write_named, "gpt2.bin",
                                      model->wte ? std::vector<Tensor>{model->wte->weight} : std::vector<Tensor>{});
     };
     return samples::train(make, f);

@@ -21,16 +21,19 @@ using namespace infini;
 namespace {
 
 struct ModelFlags {
-  std::string llmc_filepath;
+  std::string llmc_filepath, hf_model;
   std::string model = "llama3_1B";
   nn::LLaMA3Config custom;  // llama3_1B's config, changed by the custom-model flags
 };
 
-// The model (this rank's part of it): a checkpoint's (read whole, then the part kept), a
-// named size, or "custom" from the flags.
+// The model (this rank's part of it): an llm.c checkpoint's or a Hugging Face directory's (read
+// whole, then the part kept), a named size, or "custom" from the flags.
 nn::LLaMA3 make_model(const ModelFlags& f, const samples::PartFor& part_for) {
-  if (!f.llmc_filepath.empty()) {
-    const llmc::LLaMA3Checkpoint checkpoint = llmc::read_llama3_checkpoint(f.llmc_filepath);
+  if (!f.llmc_filepath.empty() && !f.hf_model.empty())
+    throw Error("llama3", "--llmc_filepath and --hf_model both give the starting weights: pass one");
+  if (!f.llmc_filepath.empty() || !f.hf_model.empty()) {
+    const llmc::LLaMA3Checkpoint checkpoint =
+        f.hf_model.empty() ? llmc::read_llama3_checkpoint(f.llmc_filepath) : hf::read_llama3(f.hf_model);
     nn::LLaMA3 whole(nn::LLaMA3Config::from_llmc(checkpoint.config));
     whole->load_llmc_tensors(checkpoint.tensors);
     const nn::ModelPart part = part_for(whole->config.num_layers);
@@ -41,8 +44,14 @@ nn::LLaMA3 make_model(const ModelFlags& f, const samples::PartFor& part_for) {
   return nn::LLaMA3(config, nullptr, part_for(config.num_layers));
 }
 
-void write_llmc(const std::filesystem::path& path, const nn::LLaMA3& model) {
-  llmc::write_llama3_checkpoint(path, {.config = model->config.to_llmc(), .tensors = model->llmc_tensors()});
+llmc::LLaMA3Checkpoint to_llmc(const nn::LLaMA3& model) {
+  return {.config = model->config.to_llmc(), .tensors = model->llmc_tensors()};
+}
+
+void write_checkpoint(const std::filesystem::path& path, samples::ModelFormat format,
+                      const llmc::LLaMA3Checkpoint& checkpoint) {
+  if (format == samples::ModelFormat::kLlmc) llmc::write_llama3_checkpoint(path, checkpoint);
+  else hf::write_llama3(path, checkpoint);
 }
 
 }  // namespace
@@ -52,6 +61,8 @@ int main(int argc, char** argv) {
   samples::TrainFlags f;
   CLI::App app{"Trains LLaMA-3 (Meta's model, llm.c / InfiniTrain file formats) on CPU."};
   app.add_option("--llmc_filepath", m.llmc_filepath, "start from this LLaMA-3 checkpoint (llm.c / InfiniTrain)");
+  app.add_option("--hf_model", m.hf_model,
+                 "start from this Hugging Face LLaMA directory (config.json, model.safetensors or shards)");
   app.add_option("--model", m.model, "llama3_1B, llama3_3B, llama3_8B (random init), or custom (llama3_1B changed by "
                                      "--num_layers ...)")
       ->check(CLI::IsMember({"llama3_1B", "llama3_3B", "llama3_8B", "custom"}));
@@ -78,15 +89,17 @@ int main(int argc, char** argv) {
     const auto make = [&m](std::shared_ptr<nn::TensorParallelLayers> tp, const samples::PartFor& part_for) {
       const nn::LLaMA3 base = make_model(m, part_for);
       const nn::LLaMA3 model = tp ? samples::split_model(base, tp) : base;
-      const auto export_llmc = [model](const std::filesystem::path& path, bool write) {
-        const llmc::LLaMA3Checkpoint checkpoint{.config = model->config.to_llmc(), .tensors = model->llmc_tensors()};
-        if (write) llmc::write_llama3_checkpoint(path, checkpoint);
+      const auto export_model = [model](const std::filesystem::path& path, samples::ModelFormat format, bool write) {
+        const llmc::LLaMA3Checkpoint checkpoint = to_llmc(model);  // collective under tensor parallelism
+        if (write) write_checkpoint(path, format, checkpoint);
       };
       const nn::LLaMA3Config config = model->config;
-      const auto write_named = [config](const std::filesystem::path& path, const nn::Named<Tensor>& named) {
-        write_llmc(path, samples::model_from<nn::LLaMA3>(config, nullptr, nn::ModelPart::whole(config.num_layers), named));
+      const auto write_named = [config](const std::filesystem::path& path, samples::ModelFormat format,
+                                        const nn::Named<Tensor>& named) {
+        write_checkpoint(path, format, to_llmc(samples::model_from<nn::LLaMA3>(config, nullptr,
+                                                                               nn::ModelPart::whole(config.num_layers), named)));
       };
-      return samples::language_model(model, export_llmc, write_named, "llama3.bin", {});
+      return samples::language_model(model, export_model, write_named, "llama3.bin", {});
     };
     return samples::train(make, f);
   } catch (const std::exception& e) {
