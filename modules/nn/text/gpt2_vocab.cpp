@@ -1,87 +1,20 @@
-// GPT-2's vocabulary files. encoder.json is read with nlohmann::json's SAX interface, so its one
-// allowed shape ({"token": id, ...}) is checked event by event and a duplicate token is seen;
-// each token string is turned back into bytes with byte_characters(). vocab.bpe's merges are
-// resolved to token ids once, here, so the merge loop works on integers only.
+// OpenAI's GPT-2 vocabulary files. encoder.json is read with nlohmann::json's SAX interface, so
+// its one allowed shape ({"token": id, ...}) is checked event by event and a duplicate token is
+// seen; set_bpe_tokens (bpe_vocab.cpp) turns the token strings back into bytes. vocab.bpe holds
+// the merges, one per line in rank order.
 module;
-#include <cerrno>
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <cstring>
 #include <nlohmann/json.hpp>
 module infini.nn;
 import infini.std;
 
 namespace infini::text::detail {
 
-std::array<char32_t, 256> byte_characters() {
-  std::array<char32_t, 256> chars{};
-  char32_t next = 256;
-  for (int b = 0; b < 256; ++b) {
-    const bool printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF);
-    chars[b] = printable ? static_cast<char32_t>(b) : next++;
-  }
-  return chars;
-}
-
 namespace {
 
 using nlohmann::json;
 constexpr std::string_view kEndOfText = "<|endoftext|>";
-
-// `text` for messages: control bytes as \xNN, cut after 40 bytes.
-std::string quote(std::string_view text) {
-  std::string out = "'";
-  for (std::size_t i = 0; i < text.size() && i < 40; ++i) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    if (c < 0x20 || c == 0x7F) {
-      char hex[5];
-      std::snprintf(hex, sizeof hex, "\\x%02x", c);
-      out += hex;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out + (text.size() > 40 ? "...'" : "'");
-}
-
-std::string read_file(const char* op, const std::filesystem::path& path) {
-  errno = 0;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw IOError(op, concat(path.string(), ": cannot open (", errno ? std::strerror(errno) : "unknown error", ")"));
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) throw IOError(op, concat(path.string(), ": read error"));
-  return text;
-}
-
-// The bytes a token string of encoder.json / vocab.bpe stands for, or nullopt when it holds a
-// character that is not one of byte_characters() (or is not UTF-8).
-std::optional<std::string> token_to_bytes(std::string_view token) {
-  static const std::array<int, 324> byte_of = [] {
-    std::array<int, 324> table;
-    table.fill(-1);
-    const std::array<char32_t, 256> chars = byte_characters();
-    for (int b = 0; b < 256; ++b) table[chars[b]] = b;
-    return table;
-  }();
-  std::string bytes;
-  for (std::size_t i = 0; i < token.size();) {
-    const auto lead = static_cast<unsigned char>(token[i]);
-    char32_t c = 0;
-    if (lead < 0x80) {
-      c = lead;
-      i += 1;
-    } else if ((lead & 0xE0) == 0xC0 && i + 1 < token.size() && (token[i + 1] & 0xC0) == 0x80) {
-      c = ((lead & 0x1Fu) << 6) | (static_cast<unsigned char>(token[i + 1]) & 0x3Fu);
-      i += 2;
-    } else {
-      return std::nullopt;  // every byte character is below U+0800: one or two UTF-8 bytes
-    }
-    if (c >= byte_of.size() || byte_of[c] < 0) return std::nullopt;
-    bytes += static_cast<char>(byte_of[c]);
-  }
-  return bytes;
-}
 
 // encoder.json: exactly one object of token strings to integer ids.
 class EncoderParser final : public nlohmann::json_sax<json> {
@@ -145,9 +78,9 @@ class EncoderParser final : public nlohmann::json_sax<json> {
 // Fills vocab.tokens, byte_tokens and eot from encoder.json; returns the token strings' ids
 // for resolving the merges.
 std::unordered_map<std::string, std::int64_t> read_encoder(const char* op, const std::filesystem::path& path,
-                                                           GPT2Vocab& vocab) {
+                                                           BpeVocab& vocab) {
   const std::string where = path.string();
-  const std::string text = read_file(op, path);
+  const std::string text = read_text_file(op, path);
   // nlohmann's lexer takes a NUL byte for the end of the input; JSON allows NUL only escaped.
   if (const std::size_t nul = text.find('\0'); nul != std::string::npos)
     throw IOError(op, concat(where, ": not valid JSON (a NUL byte at byte ", nul, ")"));
@@ -157,43 +90,22 @@ std::unordered_map<std::string, std::int64_t> read_encoder(const char* op, const
   const std::size_t n = ids.size();
   if (n == 0) throw IOError(op, concat(where, ": expected one JSON object mapping token strings to integer ids, found {}"));
 
-  // ids are distinct (one per token) and all below n: so they are exactly 0..n-1.
-  vocab.tokens.assign(n, std::string());
-  std::vector<std::string_view> token_of(n);
-  for (const auto& [token, id] : ids) {
-    if (static_cast<std::uint64_t>(id) >= n)
-      throw IOError(op, concat(where, ": token ", quote(token), " has id ", id, ", expected ids 0..", n - 1,
-                               " (the file has ", n, " tokens)"));
-    if (!token_of[id].empty())
-      throw IOError(op, concat(where, ": id ", id, " is given to both ", quote(token_of[id]), " and ", quote(token)));
-    std::optional<std::string> bytes = token_to_bytes(token);
-    if (!bytes || bytes->empty())
-      throw IOError(op, concat(where, ": token ", quote(token), " (id ", id, ") ",
-                               bytes ? "is empty" : "holds a character that stands for no byte (see bytes_to_unicode)"));
-    token_of[id] = token;
-    vocab.tokens[id] = std::move(*bytes);
-  }
-
-  std::array<bool, 256> found{};
-  for (std::size_t id = 0; id < n; ++id)
-    if (vocab.tokens[id].size() == 1) {
-      const auto b = static_cast<unsigned char>(vocab.tokens[id][0]);
-      vocab.byte_tokens[b] = static_cast<std::int32_t>(id);
-      found[b] = true;
-    }
-  for (int b = 0; b < 256; ++b)
-    if (!found[b]) throw IOError(op, concat(where, ": no token for the byte ", b, ": every byte needs one"));
+  // ids are distinct (one per token), so set_bpe_tokens finds them to be exactly 0..n-1 or
+  // names one outside.
+  set_bpe_tokens(op, where, ids, n, vocab);
   const auto eot = ids.find(std::string(kEndOfText));
   if (eot == ids.end()) throw IOError(op, concat(where, ": no ", kEndOfText, " token"));
-  vocab.eot = static_cast<std::int32_t>(eot->second);
+  const auto eot_id = static_cast<std::int32_t>(eot->second);
+  vocab.added = {{std::string(kEndOfText), eot_id}};
+  vocab.bos = vocab.eos = eot_id;  // as transformers' GPT-2 tokenizer_config.json has them
   return ids;
 }
 
 // vocab.bpe: a "#version" line, then one merge "left right" per line in rank order.
 void read_merges(const char* op, const std::filesystem::path& path,
-                 const std::unordered_map<std::string, std::int64_t>& ids, GPT2Vocab& vocab) {
+                 const std::unordered_map<std::string, std::int64_t>& ids, BpeVocab& vocab) {
   const std::string where = path.string();
-  const std::string text = read_file(op, path);
+  const std::string text = read_text_file(op, path);
   std::vector<std::string_view> lines;
   for (std::size_t begin = 0; begin < text.size();) {
     const std::size_t end = std::min(text.find('\n', begin), text.size());
@@ -206,12 +118,6 @@ void read_merges(const char* op, const std::filesystem::path& path,
   if (lines.size() - 1 > static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max()))
     throw IOError(op, concat(where, ": more than 2^31 - 1 merges"));
 
-  auto token_id = [&](std::string_view token, std::size_t line, const char* what) {
-    const auto it = ids.find(std::string(token));
-    if (it == ids.end())
-      throw IOError(op, concat(where, ": line ", line, ": ", what, " ", quote(token), " is not a token of encoder.json"));
-    return static_cast<std::int32_t>(it->second);
-  };
   vocab.merges.reserve(lines.size());
   for (std::size_t i = 1; i < lines.size(); ++i) {
     const std::string_view line = lines[i];
@@ -221,20 +127,18 @@ void read_merges(const char* op, const std::filesystem::path& path,
       throw IOError(op, concat(where, ": line ", i + 1, ": expected a merge \"left right\" (two tokens, one space), found ",
                                quote(line)));
     const std::string_view left = line.substr(0, space), right = line.substr(space + 1);
-    const std::uint64_t key = pair_key(token_id(left, i + 1, "the left token"), token_id(right, i + 1, "the right token"));
-    const Merge merge{static_cast<std::int32_t>(i - 1),
-                      token_id(std::string(left) + std::string(right), i + 1, "the merged token")};
-    const auto [it, inserted] = vocab.merges.emplace(key, merge);
-    if (!inserted)
-      throw IOError(op, concat(where, ": line ", i + 1, ": the merge ", quote(line), " repeats line ", it->second.rank + 2));
+    const std::string line_name = concat(where, ": line ", i + 1);
+    if (const auto earlier = add_merge(op, line_name, "encoder.json", ids, left, right, static_cast<std::int32_t>(i - 1), vocab))
+      throw IOError(op, concat(line_name, ": the merge ", quote(line), " repeats line ", *earlier + 2));
   }
 }
 
 }  // namespace
 
-GPT2Vocab load_gpt2_vocab(const char* op, const std::filesystem::path& encoder_json,
-                          const std::filesystem::path& vocab_bpe) {
-  GPT2Vocab vocab;
+BpeVocab load_gpt2_vocab(const char* op, const std::filesystem::path& encoder_json,
+                         const std::filesystem::path& vocab_bpe) {
+  BpeVocab vocab;
+  vocab.pattern = kGPT2Pattern;
   const std::unordered_map<std::string, std::int64_t> ids = read_encoder(op, encoder_json, vocab);
   read_merges(op, vocab_bpe, ids, vocab);
   return vocab;

@@ -9,7 +9,7 @@ import infini.std;
 
 namespace infini::text::detail {
 
-void bpe_merge(const GPT2Vocab& vocab, std::string_view piece, std::vector<std::int64_t>& out) {
+void bpe_merge(const BpeVocab& vocab, std::string_view piece, std::vector<std::int64_t>& out) {
   std::vector<std::int32_t> word(piece.size());  // token ids, one per byte to begin with
   for (std::size_t i = 0; i < piece.size(); ++i) word[i] = vocab.byte_tokens[static_cast<unsigned char>(piece[i])];
   while (word.size() > 1) {

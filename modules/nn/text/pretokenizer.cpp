@@ -1,9 +1,10 @@
-// GPT-2's pre-tokenizer regex with PCRE2 (UTF + UCP: \p{L}, \p{N} are Unicode categories).
-// \s is spelled out as the 25 characters of Unicode's White_Space, which is what Python's regex
-// module (OpenAI's encoder.py) and tiktoken match; PCRE2's own \s also matches U+180E.
-// PCRE2_MATCH_INVALID_UTF lets the pattern run over any bytes: a byte sequence that is not
-// valid UTF-8 is never part of a match, so the runs between matches are exactly the invalid
-// bytes (every valid character is matched by one of the alternatives).
+// Pre-tokenizer regexes with PCRE2 (UTF + UCP: \p{L}, \p{N} are Unicode categories). \s is
+// spelled out as the 25 characters of Unicode's White_Space, which is what Python's regex
+// module (OpenAI's encoder.py), tiktoken and tokenizers match; PCRE2's own \s also matches
+// U+180E. PCRE2_MATCH_INVALID_UTF lets the pattern run over any bytes: a byte sequence that is
+// not valid UTF-8 is never part of a match, so for GPT-2's and LLaMA-3's patterns (whose
+// alternatives together match every character) the runs between matches are exactly the
+// invalid bytes.
 module;
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
@@ -23,13 +24,6 @@ namespace {
 constexpr std::string_view kSpace =
     R"(\t-\r \x{85}\x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000})";
 
-// 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
-std::string pattern() {
-  const std::string s(kSpace);
-  return R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^)" + s + R"(\p{L}\p{N}]+|[)" + s + "]+(?![^" + s + "])|[" + s +
-         "]+";
-}
-
 std::string pcre2_message(int code) {
   PCRE2_UCHAR buffer[256];
   return pcre2_get_error_message(code, buffer, sizeof buffer) < 0 ? "error " + std::to_string(code)
@@ -47,15 +41,48 @@ struct Pretokenizer::Impl {
   ~Impl() { pcre2_code_free(code); }
 };
 
-Pretokenizer::Pretokenizer() : impl_(std::make_unique<Impl>()) {
-  const std::string source = pattern();
+std::string pcre2_pattern(const char* op, std::string_view pattern) {
+  const std::string space(kSpace);
+  std::string out;
+  bool in_class = false;  // inside [...]
+  for (std::size_t i = 0; i < pattern.size(); ++i) {
+    const char c = pattern[i];
+    if (c == '\\' && i + 1 < pattern.size()) {
+      const char next = pattern[++i];
+      if (next == 's') {
+        out += in_class ? space : "[" + space + "]";
+      } else if (next == 'S') {
+        if (in_class) throw Error(op, concat("the pre-tokenizer pattern has \\S inside a character class (at byte ", i - 1,
+                                             "), which is not supported"));
+        out += "[^" + space + "]";
+      } else {
+        out += {c, next};
+      }
+      continue;
+    }
+    if (!in_class && c == '[') {
+      in_class = true;
+      out += c;
+      // A ']' right after '[' or '[^' is a literal member, not the end of the class.
+      if (i + 1 < pattern.size() && pattern[i + 1] == '^') out += pattern[++i];
+      if (i + 1 < pattern.size() && pattern[i + 1] == ']') out += pattern[++i];
+      continue;
+    }
+    if (in_class && c == ']') in_class = false;
+    out += c;
+  }
+  return out;
+}
+
+Pretokenizer::Pretokenizer(const char* op, std::string_view pattern) : impl_(std::make_unique<Impl>()) {
+  const std::string source = pcre2_pattern(op, pattern);
   int error = 0;
   PCRE2_SIZE offset = 0;
   impl_->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(source.data()), source.size(),
                               PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF, &error, &offset, nullptr);
   if (!impl_->code)
-    throw Error("GPT2Tokenizer", concat("PCRE2 rejects the pre-tokenizer pattern at offset ", offset, ": ",
-                                        pcre2_message(error)));
+    throw Error(op, concat("PCRE2 rejects the pre-tokenizer pattern ", quote(pattern), " at offset ", offset, ": ",
+                           pcre2_message(error)));
   pcre2_jit_compile(impl_->code, PCRE2_JIT_COMPLETE);  // no JIT on this platform: pcre2_match interprets
 }
 
