@@ -291,22 +291,21 @@ Shape transposed(Shape shape) {
 
 // ---- LLaMA-3 ----
 
-// HF's q_proj / k_proj rows (per head: the first halves of the rotary pairs, then the second
-// halves, for rotate-half RoPE) -> interleaved pairs (Meta's and Infini's order), and back.
-Tensor interleaved_pairs(const Tensor& w, std::int64_t heads) {
-  const std::int64_t rows = w.size(0), cols = w.size(1);
-  return w.reshape({heads, 2, rows / heads / 2, cols}).transpose(1, 2).reshape({rows, cols}).contiguous();
-}
-Tensor rotate_half_rows(const Tensor& w, std::int64_t heads) {
-  const std::int64_t rows = w.size(0), cols = w.size(1);
-  return w.reshape({heads, rows / heads / 2, 2, cols}).transpose(1, 2).reshape({rows, cols}).contiguous();
-}
-
 // Infini's scaled RoPE is LLaMA-3.1's: these constants (llama3.cpp).
 constexpr double kRopeFactor = 8, kRopeLowFreqFactor = 1, kRopeHighFreqFactor = 4;
 constexpr std::int64_t kRopeOriginalContext = 8192;
 
 }  // namespace
+
+Tensor interleaved_pairs(const Tensor& w, std::int64_t heads) {
+  const std::int64_t rows = w.size(0), cols = w.size(1);
+  return w.reshape({heads, 2, rows / heads / 2, cols}).transpose(1, 2).reshape({rows, cols}).contiguous();
+}
+
+Tensor rotate_half_rows(const Tensor& w, std::int64_t heads) {
+  const std::int64_t rows = w.size(0), cols = w.size(1);
+  return w.reshape({heads, rows / heads / 2, 2, cols}).transpose(1, 2).reshape({rows, cols}).contiguous();
+}
 
 llmc::GPT2Checkpoint read_gpt2(const std::filesystem::path& dir) {
   const Source source{.op = "hf::read_gpt2", .dir = dir};

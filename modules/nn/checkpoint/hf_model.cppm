@@ -62,3 +62,11 @@ void write_llama3(const std::filesystem::path& dir, const llmc::LLaMA3Checkpoint
                   WriteOptions options = {});
 
 }  // namespace infini::hf
+
+namespace infini::hf {
+// Not exported (shared with :lora). HF's q_proj / k_proj rows (per head: the first halves of
+// the rotary pairs, then the second halves, for rotate-half RoPE) -> interleaved pairs (Meta's
+// and Infini's order), and back. w: (rows, cols), rows a multiple of 2 heads.
+Tensor interleaved_pairs(const Tensor& w, std::int64_t heads);
+Tensor rotate_half_rows(const Tensor& w, std::int64_t heads);
+}  // namespace infini::hf

@@ -99,9 +99,10 @@ void GPT2MLPImpl::reset() {
 
 // One node for c_fc, GELU and c_proj (dense_gelu_dense: the composed ops' bits, with GELU and
 // its gradient in the products' epilogues on CUDA); under tensor parallelism the layers'
-// own forwards, which gather and reduce across the ranks.
+// own forwards, which gather and reduce across the ranks, and with LoRA adapters those that
+// add their updates.
 Tensor GPT2MLPImpl::forward(const Tensor& x) {
-  if (tp->size() > 1) return (*c_proj)(gelu((*c_fc)(x), GeluApproximation::Tanh));
+  if (tp->size() > 1 || lora::adapted(*c_fc) || lora::adapted(*c_proj)) return (*c_proj)(gelu((*c_fc)(x), GeluApproximation::Tanh));
   return dense_gelu_dense(x, c_fc->weight, c_fc->bias, c_proj->weight, c_proj->bias, GeluApproximation::Tanh);
 }
 

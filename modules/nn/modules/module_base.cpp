@@ -87,6 +87,11 @@ void Module::add_child(const std::string& name, ModulePtr child) {
   children_.emplace_back(name, std::move(child));
 }
 
+void Module::unregister_module(const std::string& name) {
+  if (std::erase_if(children_, [&](const auto& child) { return child.first == name; }) == 0)
+    throw Error(type_name_ + ".unregister_module", concat("no child module \"", name, "\""));
+}
+
 void Module::clear_registrations() {
   parameters_.clear();
   buffers_.clear();

@@ -59,6 +59,10 @@ class Module : public std::enable_shared_from_this<Module> {
     return module;
   }
 
+  // Removes the child `name` (Error when there is none): the module lives on where else it is
+  // held, outside this tree.
+  void unregister_module(const std::string& name);
+
   // ---- the tree (recurse = false: this module's own entries only) ----
   std::vector<Tensor> parameters(bool recurse = true) const;
   Named<Tensor> named_parameters(bool recurse = true) const;  // dotted names: "fc1.weight"
