@@ -5,19 +5,25 @@ namespace infini::parallel {
 namespace {
 
 // Rank 0's parameters and buffers everywhere (before the reducer may shard them); returns the
-// parameters.
+// parameters that require grad, the ones the reducer takes (PyTorch's DDP leaves frozen ones,
+// such as a LoRA model's base weights, out of its buckets).
 std::vector<Tensor> broadcast_state(const nn::Module& module, ProcessGroup& group, const DDPOptions& options) {
   NoGradGuard no_grad;
   std::vector<Work> works;
   for (const auto& tensors : {module.parameters(), module.buffers()})
     for (const Tensor& t : tensors) works.push_back(group.broadcast(t, 0, {.timeout = options.timeout}));
   when_all(works).wait();
-  return module.parameters();
+  std::vector<Tensor> trained;
+  for (const Tensor& p : module.parameters())
+    if (p.requires_grad()) trained.push_back(p);
+  return trained;
 }
 
-std::vector<std::string> names_of(const nn::Named<Tensor>& named) {
+// The names of the parameters broadcast_state returns.
+std::vector<std::string> trained_names(const nn::Named<Tensor>& named) {
   std::vector<std::string> names;
-  for (const auto& [name, tensor] : named) names.push_back(name);
+  for (const auto& [name, tensor] : named)
+    if (tensor.requires_grad()) names.push_back(name);
   return names;
 }
 
@@ -27,7 +33,7 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> mod
                                                  std::shared_ptr<ProcessGroup> group, DDPOptions options)
     : module_(module ? std::move(module) : throw Error("DistributedDataParallel", "expected a module, got nullptr")),
       group_(group ? std::move(group) : throw Error("DistributedDataParallel", "expected a process group, got nullptr")),
-      reducer_(broadcast_state(*module_, *group_, options), names_of(module_->named_parameters()), group_,
+      reducer_(broadcast_state(*module_, *group_, options), trained_names(module_->named_parameters()), group_,
                {.buckets = options.buckets,
                 .gradient_as_bucket_view = options.gradient_as_bucket_view,
                 .find_unused_parameters = options.find_unused_parameters,

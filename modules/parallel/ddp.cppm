@@ -35,7 +35,10 @@ struct DDPOptions {
 
 class DistributedDataParallel {
  public:
-  // Collective over `group`: every rank must construct it with the same model structure.
+  // Collective over `group`: every rank must construct it with the same model structure. Rank
+  // 0's parameters and buffers are broadcast; the reducer takes the parameters that require
+  // grad (the indices in bucket_groups and gather_dtypes count only those), so frozen ones
+  // (a LoRA model's base weights) are neither reduced nor sharded.
   DistributedDataParallel(std::shared_ptr<nn::Module> module, std::shared_ptr<ProcessGroup> group,
                           DDPOptions options = {});
 

@@ -82,9 +82,10 @@ Tensor ParameterUnits::run_block(std::size_t unit, const std::shared_ptr<nn::Mod
                                  bool checkpoint, std::optional<std::size_t> next,
                                  std::optional<std::size_t> previous) const {
   // The gradient of the block's output arriving means its backward comes next (gather it,
-  // launch the previous one's); the gradient of its input, that its backward is done.
-  const bool backward = GradMode::is_enabled() && x.requires_grad();
-  if (backward) x.register_hook([this, unit](const Tensor& grad) {
+  // launch the previous one's); the gradient of its input, that its backward is done. An input
+  // that needs no gradient (frozen layers below, as under LoRA) gives no such signal: the unit
+  // then stays gathered until the pass's release_all.
+  if (GradMode::is_enabled() && x.requires_grad()) x.register_hook([this, unit](const Tensor& grad) {
     release(unit);
     return grad;
   });
@@ -92,7 +93,7 @@ Tensor ParameterUnits::run_block(std::size_t unit, const std::shared_ptr<nn::Mod
   if (next) prefetch(*next);
   Tensor y = parallel::run_block(block, x, checkpoint);
   release(unit);
-  if (backward) y.register_hook([this, unit, previous](const Tensor& grad) {
+  if (GradMode::is_enabled() && y.requires_grad()) y.register_hook([this, unit, previous](const Tensor& grad) {
     gather(unit);
     if (previous) prefetch(*previous);
     return grad;

@@ -98,7 +98,9 @@ TrainingPlan::~TrainingPlan() = default;
 void TrainingPlan::shard_parameters() {
   // Each block one unit (one bucket per gather dtype, however large), the rest (embedding,
   // head) another; under autocast the linear layers' weights are gathered in its dtype.
-  const std::vector<Tensor> params = model_.module->parameters();
+  std::vector<Tensor> params;  // those that require grad, as DistributedDataParallel takes them
+  for (const Tensor& p : model_.module->parameters())
+    if (p.requires_grad()) params.push_back(p);
   const UnitAssignment units = assign_units(params, model_.blocks);
   ddp_ = std::make_unique<DistributedDataParallel>(
       model_.module, groups_.dp,
@@ -137,7 +139,7 @@ std::vector<OptimizedTensor> TrainingPlan::optimized_tensors() const {
   }
   // A pipeline's last stage leaves its copies of tied parameters to the first.
   for (const Tensor& p : pipeline_ ? pipeline_->trained_parameters() : model_.module->parameters())
-    tensors.push_back({p, p});
+    if (p.requires_grad()) tensors.push_back({p, p});  // frozen ones (a LoRA model's base) are not trained
   return tensors;
 }
 

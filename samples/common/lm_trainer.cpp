@@ -126,6 +126,20 @@ void add_train_flags(CLI::App& app, TrainFlags& f) {
                  "memory, one more forward pass of the blocks); selective: the attention layers keep only their q/k/v "
                  "projection and recompute the rest of attention")
       ->check(CLI::IsMember({"none", "full", "selective"}));
+  auto* lora_rank = app.add_option("--lora_rank", f.lora_rank,
+                                   "LoRA: freeze the model and train adapters of this rank (0: full fine-tuning)")
+                        ->check(CLI::NonNegativeNumber);
+  app.add_option("--lora_alpha", f.lora_alpha, "LoRA: the adapters' updates are scaled by alpha / rank");
+  app.add_option("--lora_dropout", f.lora_dropout, "LoRA: dropout on the adapters' input")->check(CLI::Range(0.0, 0.99));
+  app.add_option("--lora_targets", f.lora_targets,
+                 "LoRA: layers to adapt by transformers' names (GPT-2: c_attn,c_proj,c_fc; LLaMA-3: q_proj,k_proj,"
+                 "v_proj,o_proj,gate_proj,up_proj,down_proj; default PEFT's: c_attn / q_proj,v_proj)")
+      ->delimiter(',');
+  app.add_option("--lora_in", f.lora_in, "LoRA: start from these PEFT adapters (adapter_config.json gives the rank)")
+      ->excludes(lora_rank);
+  app.add_option("--lora_out", f.lora_out,
+                 "LoRA: after the last step, write the adapters here in PEFT's files (adapter_model.safetensors, "
+                 "adapter_config.json); --hf_out then writes the model with them merged");
   app.add_option("--profile", f.profile,
                  "directory for Chrome traces of --profile_steps: rank_<r>.json per rank and trace.json merged (ops, "
                  "modules, backward nodes, collectives with bytes, pipeline passes, waits; open in ui.perfetto.dev or "
@@ -136,6 +150,12 @@ void add_train_flags(CLI::App& app, TrainFlags& f) {
 
 void prepare_run(const TrainFlags& f) {
   if (f.input_bin.empty() && f.export_llmc.empty()) throw Error("train", "--input_bin is required");
+  if (uses_lora(f) && (f.tensor_parallel > 1 || f.pipeline_parallel > 1))
+    throw Error("train", concat("LoRA (--lora_rank / --lora_in) trains adapters of the whole model on each rank: "
+                                "--tensor_parallel ", f.tensor_parallel, " and --pipeline_parallel ", f.pipeline_parallel,
+                                " must be 1 (data parallelism and --zero_stage work)"));
+  if (!uses_lora(f) && (!f.lora_out.empty() || !f.lora_targets.empty()))
+    throw Error("train", "--lora_out and --lora_targets need --lora_rank or --lora_in");
   if (!f.export_llmc.empty() && f.load.empty())
     throw Error("train", "--export_llmc writes the model of a checkpoint: it needs --load DIR");
   if (f.threads > 0) omp_set_num_threads(f.threads);
@@ -455,6 +475,16 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
       }
     };
     built = make(std::move(tp), named_part);
+    if (!f.lora_in.empty()) {
+      nn::lora::load_adapters(*built->module, f.lora_in);
+    } else if (f.lora_rank > 0) {
+      std::vector<std::string> targets = f.lora_targets;
+      if (targets.empty())
+        targets = dynamic_cast<const nn::GPT2Impl*>(built->module.get()) ? std::vector<std::string>{"c_attn"}
+                                                                         : std::vector<std::string>{"q_proj", "v_proj"};
+      nn::lora::apply(*built->module,
+                      {.rank = f.lora_rank, .alpha = f.lora_alpha, .dropout = f.lora_dropout, .targets = targets});
+    }
     return staged_model(*built);
   };
   const Device device = train_device(f);
@@ -525,7 +555,19 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
     }
   };
   const auto export_llmc = [&](const std::filesystem::path& path) { export_model(path, ModelFormat::kLlmc); };
+  // LoRA: the adapters (every rank's blocks of them under ZeRO-3) in PEFT's files, and folded
+  // into the base weights before a final export.
+  const auto save_adapters = [&](const std::filesystem::path& dir) {
+    const auto gathered = plan.gather_parameters();
+    if (ranks.main()) nn::lora::save_adapters(model, dir);
+  };
+  const auto merge_adapters = [&] {
+    if (!uses_lora(f)) return;
+    const auto gathered = plan.gather_parameters();
+    nn::lora::merge(model);
+  };
   if (!f.export_llmc.empty()) {
+    merge_adapters();
     export_llmc(f.export_llmc);
     if (ranks.main()) std::printf("wrote step %lld's model to %s\n", static_cast<long long>(saved_step), f.export_llmc.c_str());
     return 0;
@@ -556,7 +598,10 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
     }
     const double save_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
     const auto export_start = Clock::now();
-    export_llmc(std::filesystem::path(f.save) / lm.llmc_name);
+    if (uses_lora(f))  // the base model is the one started from: the adapters are what changed
+      save_adapters(std::filesystem::path(f.save) / "adapter");
+    else
+      export_llmc(std::filesystem::path(f.save) / lm.llmc_name);
     const double export_ms = std::chrono::duration<double, std::milli>(Clock::now() - export_start).count();
     // How long training waited for the checkpoint (with --async_save, for the host copy).
     metrics.line(format("{\"step\": %lld, \"save_ms\": %.3f, \"export_ms\": %.3f, \"async\": %s}",
@@ -569,6 +614,15 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
   std::int64_t rank_params = 0;
   for (const Tensor& p : model.parameters()) rank_params += p.numel();
   const std::vector<double> rank_parameters = every_rank(ranks, static_cast<double>(rank_params));
+  if (ranks.main() && uses_lora(f)) {
+    std::int64_t adapter_params = 0;
+    for (const auto& adapter : nn::lora::adapters(model))
+      for (const Tensor& p : adapter->parameters()) adapter_params += p.numel();
+    std::printf("LoRA: %zu adapters, %lld trainable parameters (%.3f%% of %lld), base frozen\n",
+                nn::lora::adapters(model).size(), static_cast<long long>(adapter_params),
+                100.0 * static_cast<double>(adapter_params) / static_cast<double>(num_params),
+                static_cast<long long>(num_params));
+  }
   if (ranks.main())
     std::printf("%lld parameters | %s | %lld tokens per step = %lld micro-batches of %lld x %lld per rank | %s | %d threads%s\n",
                 static_cast<long long>(num_params), layout_name.c_str(), static_cast<long long>(tokens_per_step),
@@ -664,7 +718,12 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
     else if (pending && pending->written_everywhere()) publish();
   }
   if (pending) publish();
+  if (!f.lora_out.empty()) {
+    save_adapters(f.lora_out);
+    if (ranks.main()) std::printf("wrote the LoRA adapters to %s\n", f.lora_out.c_str());
+  }
   if (!f.hf_out.empty()) {
+    merge_adapters();
     export_model(f.hf_out, ModelFormat::kHuggingFace);
     if (ranks.main()) std::printf("wrote the model to %s\n", f.hf_out.c_str());
   }
@@ -673,18 +732,21 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
   // Every rank's parameters and peak bytes (its part of the model under pipeline parallelism).
   const std::vector<double> rank_peaks =
       every_rank(ranks, static_cast<double>(memory_stats(device).peak_allocated_bytes));
+  std::int64_t optimizer_bytes = 0;  // this rank's optimizer state (AdamW: two moments per trained element)
+  for (const auto& [name, t] : plan.optimizer().state_dict()) optimizer_bytes += t.numel() * static_cast<std::int64_t>(itemsize(t.dtype()));
   metrics.line(format("{\"summary\": {\"layout\": \"%s\", \"steps\": %lld, \"final_loss\": %s, \"mean_ms\": %.3f, "
                       "\"tokens_per_s\": %.1f, \"peak_bytes\": %lld, \"peak_bytes_max\": %lld, \"parameters\": %lld, "
-                      "\"rank_parameters\": %s, \"rank_peak_bytes\": %s}}",
+                      "\"rank_parameters\": %s, \"rank_peak_bytes\": %s, \"optimizer_bytes\": %lld}}",
                       layout_name.c_str(), static_cast<long long>(f.num_iteration), json_number(last_loss).c_str(), mean_ms,
                       mean_ms > 0 ? static_cast<double>(tokens_per_step) / (mean_ms / 1000.0) : 0.0,
                       static_cast<long long>(memory_stats(device).peak_allocated_bytes),
                       std::llround(*std::max_element(rank_peaks.begin(), rank_peaks.end())),
                       static_cast<long long>(num_params), json_integers(rank_parameters).c_str(),
-                      json_integers(rank_peaks).c_str()));
+                      json_integers(rank_peaks).c_str(), static_cast<long long>(optimizer_bytes)));
   if (ranks.main())
-    std::printf("done: %s, %lld steps, mean %.1f ms/step after the first\n", layout_name.c_str(),
-                static_cast<long long>(f.num_iteration), mean_ms);
+    std::printf("done: %s, %lld steps, mean %.1f ms/step after the first, optimizer state %lld bytes on rank 0\n",
+                layout_name.c_str(), static_cast<long long>(f.num_iteration), mean_ms,
+                static_cast<long long>(optimizer_bytes));
   return 0;
 }
 

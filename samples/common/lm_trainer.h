@@ -53,9 +53,18 @@ struct TrainFlags {
   std::vector<int> pipeline_blocks;   // blocks of each virtual stage (empty: balanced)
   // full: every block recomputed in backward; selective: attention from its q/k/v projection
   std::string activation_checkpointing = "none";
+  // LoRA (PEFT's LoraConfig): adapters of rank lora_rank (0: none) on lora_targets (empty: PEFT's
+  // default, GPT-2 c_attn, LLaMA-3 q_proj,v_proj), the base weights frozen; or those of lora_in.
+  std::int64_t lora_rank = 0;
+  double lora_alpha = 8, lora_dropout = 0;
+  std::vector<std::string> lora_targets;
+  std::string lora_in, lora_out;  // PEFT adapter directories to start from / to write at the end
   std::string profile;                      // directory for Chrome traces of profile_steps
   std::vector<std::int64_t> profile_steps = {1};
 };
+
+// LoRA adapters, made (--lora_rank) or loaded (--lora_in).
+inline bool uses_lora(const TrainFlags& f) { return f.lora_rank > 0 || !f.lora_in.empty(); }
 
 void add_train_flags(CLI::App& app, TrainFlags& flags);
 // Threads, the global seed (model initialisation draws from it), and flag checks.

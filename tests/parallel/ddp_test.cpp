@@ -121,6 +121,31 @@ TEST(DistributedDataParallel, AveragesLikeOneProcessAndRebuildsBucketsInReadyOrd
   EXPECT_EQ(reducer.buckets(), rebuilt);
 }
 
+// Frozen parameters (a LoRA model's base weights) are broadcast but neither bucketed nor
+// reduced; the others average as with no frozen ones.
+TEST(DistributedDataParallel, FrozenParametersAreBroadcastButNotReduced) {
+  auto pg = world();
+  const int r = pg->rank(), n = pg->size();
+  auto model = std::make_shared<ToyImpl>(static_cast<double>(r));
+  model->early.requires_grad_(false);
+  model->spare.requires_grad_(false);
+  DistributedDataParallel ddp(model, pg, {.buckets = {.first_bucket_bytes = 8, .bucket_bytes = 8}});
+  const Reducer& reducer = ddp.reducer();
+  ASSERT_EQ(reducer.parameters().size(), 2u);  // late and shared
+  EXPECT_TRUE(reducer.parameters()[0].is_same(model->late));
+  EXPECT_TRUE(reducer.parameters()[1].is_same(model->shared));
+  EXPECT_EQ(reducer.buckets(), (std::vector<std::vector<std::size_t>>{{1}, {0}}));
+  const auto rank0 = std::make_shared<ToyImpl>(0.0);
+  expect_close(model->early, rank0->early, "frozen parameter after broadcast");
+  model->loss(rows(r, 0), true).backward();
+  EXPECT_FALSE(model->early.grad().defined());
+  EXPECT_FALSE(model->spare.grad().defined());
+  const auto expected = reference_grads(n, 1, true);  // late(0), early(1), shared(2), spare(3)
+  expect_close(model->late.grad(), expected[0], "late's averaged gradient");
+  expect_close(model->shared.grad(), expected[2], "shared's averaged gradient");
+  EXPECT_EQ(reducer.synchronized_backwards(), 1);
+}
+
 TEST(DistributedDataParallel, NoSyncAccumulatesLocallyThenAveragesEverything) {
   auto pg = world();
   const int r = pg->rank(), n = pg->size();
