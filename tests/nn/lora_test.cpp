@@ -155,6 +155,50 @@ TEST(LoRA, TrainsOnlyTheAdaptersAndMergesToTheSameLogits) {
   expect_error<Error>([&] { nn::lora::merge(*model); }, "lora::merge", "GPT2 has no LoRA adapters");
 }
 
+// Under bfloat16 autocast the adapters' products run in bfloat16 like the layers', their
+// parameters and gradients stay float32, and training still takes the loss down.
+TEST(LoRA, TrainsUnderBFloat16Autocast) {
+  manual_seed(6);
+  nn::GPT2 model(kGPT2);
+  {
+    NoGradGuard no_grad;
+    model->wte->weight.copy_(randn(model->wte->weight.shape()));
+  }
+  const auto adapters = nn::lora::apply(*model, {.rank = 8, .alpha = 16, .targets = {"c_attn", "c_proj", "c_fc"}});
+  randomise_b(*model);
+  const Tensor idx = randint(0, 50, {4, 12}, {.dtype = kInt64});
+  const Tensor mapped = idx * 7 + 3;
+  const Tensor targets = mapped - floor_divide(mapped, 50) * 50;
+  const double float32_loss = values(model->loss(model(idx), targets))[0];
+  {
+    AutocastGuard autocast(DeviceType::CPU, kBFloat16);
+    const Tensor x = randn({3, 16});
+    EXPECT_EQ(adapters[0]->delta(x).dtype(), kBFloat16);
+    EXPECT_NEAR(values(model->loss(model(idx), targets))[0], float32_loss, 0.05 * float32_loss);
+  }
+  std::vector<Tensor> trainable;
+  for (const auto& a : adapters)
+    for (const Tensor& p : a->parameters()) trainable.push_back(p);
+  optim::AdamW optimizer(trainable, {.lr = 1e-2, .weight_decay = 0});
+  std::vector<double> losses;
+  for (int step = 0; step < 40; ++step) {
+    optimizer.zero_grad();
+    Tensor loss;
+    {
+      AutocastGuard autocast(DeviceType::CPU, kBFloat16);
+      loss = model->loss(model(idx), targets);
+    }
+    loss.backward();
+    losses.push_back(values(loss)[0]);
+    optimizer.step();
+  }
+  for (const Tensor& p : trainable) {
+    EXPECT_EQ(p.dtype(), kFloat32);
+    EXPECT_EQ(p.grad().dtype(), kFloat32);
+  }
+  EXPECT_LT(losses.back(), 0.5 * losses.front()) << losses.front() << " -> " << losses.back();
+}
+
 TEST(LoRA, GPT2AdaptersInPeftsFiles) {
   manual_seed(4);
   nn::GPT2 model(kGPT2);
