@@ -49,6 +49,7 @@ export import :llmc_tokens;
 export import :llmc_tokenizer;
 export import :tokenizer;
 export import :lora;
+export import :pretrained;
 import :safetensors_header;  // internal to the safetensors reader and writer
 import :layer_errors;  // internal to the layers' forward
 import :spatial_options;  // internal to the conv and pooling layers

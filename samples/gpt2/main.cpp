@@ -39,13 +39,11 @@ nn::GPT2 make_model(const ModelFlags& f, const samples::PartFor& part_for) {
   if (!f.llmc_filepath.empty() || !f.hf_model.empty()) {
     const llmc::GPT2Checkpoint checkpoint =
         f.hf_model.empty() ? llmc::read_gpt2_checkpoint(f.llmc_filepath) : hf::read_gpt2(f.hf_model);
-    const llmc::GPT2Config& c = checkpoint.config;
-    nn::GPT2 whole(nn::GPT2Config{.max_seq_len = c.max_seq_len, .vocab_size = c.vocab_size,
-                                  .padded_vocab_size = c.padded_vocab_size, .num_layers = c.num_layers,
-                                  .num_heads = c.num_heads, .channels = c.channels});
+    nn::GPT2 whole(nn::GPT2Config::from_llmc(checkpoint.config));
     whole->load_llmc_tensors(checkpoint.tensors);
-    const nn::ModelPart part = part_for(c.num_layers);
-    if (part.is_whole(c.num_layers)) return whole;
+    const std::int64_t layers = checkpoint.config.num_layers;
+    const nn::ModelPart part = part_for(layers);
+    if (part.is_whole(layers)) return whole;
     return samples::model_from<nn::GPT2>(whole->config, nullptr, part, whole->named_parameters());
   }
   const nn::GPT2Config config =
@@ -57,10 +55,7 @@ nn::GPT2 make_model(const ModelFlags& f, const samples::PartFor& part_for) {
 }
 
 llmc::GPT2Checkpoint to_llmc(const nn::GPT2& model) {
-  const nn::GPT2Config& c = model->config;
-  return {.config = {.max_seq_len = c.max_seq_len, .vocab_size = c.vocab_size, .padded_vocab_size = c.padded_vocab_size,
-                     .num_layers = c.num_layers, .num_heads = c.num_heads, .channels = c.channels},
-          .tensors = model->llmc_tensors()};
+  return {.config = model->config.to_llmc(), .tensors = model->llmc_tensors()};
 }
 
 void write_checkpoint(const std::filesystem::path& path, samples::ModelFormat format,

@@ -18,6 +18,8 @@
 #include <vector>
 #include <unistd.h>
 
+#include "data_test_util.h"
+
 import infini.nn;
 
 namespace infini::hf_model_test {
@@ -101,21 +103,38 @@ TEST(HFModel, ReadsTransformersGPT2Directories) {
 
 TEST(HFModel, ModelFromADirectoryGivesTheLlmcModelsLogits) {
   const fs::path dir = reference_dir("logits", "--shard_bytes 100000");
-  const auto model_of = [](const llmc::GPT2Checkpoint& checkpoint) {
-    const llmc::GPT2Config& c = checkpoint.config;
-    nn::GPT2 model(nn::GPT2Config{.max_seq_len = c.max_seq_len, .vocab_size = c.vocab_size,
-                                  .padded_vocab_size = c.padded_vocab_size, .num_layers = c.num_layers,
-                                  .num_heads = c.num_heads, .channels = c.channels});
-    model->load_llmc_tensors(checkpoint.tensors);
-    return model;
-  };
-  nn::GPT2 from_llmc = model_of(llmc::read_gpt2_checkpoint(kModel)), from_hf = model_of(hf::read_gpt2(dir));
+  nn::GPT2 from_llmc(nn::GPT2Config::from_llmc(llmc::read_gpt2_checkpoint(kModel).config));
+  from_llmc->load_llmc_tensors(llmc::read_gpt2_checkpoint(kModel).tensors);
+  const std::shared_ptr<nn::Module> loaded = nn::load_pretrained(dir);
+  auto from_hf = std::dynamic_pointer_cast<nn::GPT2Impl>(loaded);
+  ASSERT_NE(from_hf, nullptr) << loaded->type_name();
+  EXPECT_EQ(from_hf->config, from_llmc->config);
   const Tensor idx = randint(0, 500, {2, 16}, {.dtype = kInt64});
   NoGradGuard no_grad;
-  const Tensor a = from_llmc(idx), b = from_hf(idx);
+  const Tensor a = from_llmc(idx), b = (*from_hf)(idx);
   ASSERT_EQ(a.shape(), b.shape());
   EXPECT_LE(max(abs(sub(a, b))).item<double>(), 1e-5);
-  fs::remove_all(dir);
+
+  // save_pretrained writes what hf::write_gpt2 writes of the same tensors, bit for bit.
+  const fs::path saved = fresh_dir("saved"), direct = fresh_dir("direct");
+  nn::save_pretrained(*loaded, saved);
+  hf::write_gpt2(direct, {.config = from_llmc->config.to_llmc(), .tensors = from_llmc->llmc_tensors()});
+  const StateDict x = io::load_safetensors(saved / "model.safetensors").tensors,
+                  y = io::load_safetensors(direct / "model.safetensors").tensors;
+  ASSERT_EQ(x.size(), y.size());
+  for (const auto& [name, t] : x) EXPECT_TRUE(y.contains(name) && same_bits(t, y.at(name))) << name;
+
+  // Refusals: another model_type, another module, a model with LoRA adapters.
+  std::ofstream(saved / "config.json") << R"({"model_type": "bert"})";
+  data::test::expect_error<IOError>([&] { nn::load_pretrained(saved); }, "nn::load_pretrained",
+                                    "model_type \"bert\" is not supported");
+  nn::Linear linear(2, 2);
+  data::test::expect_error<Error>([&] { nn::save_pretrained(*linear, saved); }, "nn::save_pretrained",
+                                  "expected a GPT2 or LLaMA3 model, got Linear");
+  nn::lora::apply(*loaded, {.targets = {"c_attn"}});
+  data::test::expect_error<Error>([&] { nn::save_pretrained(*loaded, saved); }, "nn::save_pretrained",
+                                  "has LoRA adapters: merge them first");
+  for (const fs::path& d : {dir, saved, direct}) fs::remove_all(d);
 }
 
 TEST(HFModel, WritesWhatTransformersWritesAndRoundTrips) {
@@ -262,13 +281,14 @@ TEST(HFModel, LLaMA3DirectoriesRoundTripThroughTheLlmcLayout) {
       EXPECT_EQ(got.tensors[i].first, want.tensors[i].first);
       EXPECT_TRUE(same_bits(got.tensors[i].second, want.tensors[i].second)) << what << ": " << want.tensors[i].first;
     }
-    nn::LLaMA3 from_llmc(nn::LLaMA3Config::from_llmc(want.config)), from_hf(nn::LLaMA3Config::from_llmc(got.config));
+    nn::LLaMA3 from_llmc(nn::LLaMA3Config::from_llmc(want.config));
     from_llmc->load_llmc_tensors(want.tensors);
-    from_hf->load_llmc_tensors(got.tensors);
+    const auto from_hf = std::dynamic_pointer_cast<nn::LLaMA3Impl>(nn::load_pretrained(reference));
+    ASSERT_NE(from_hf, nullptr) << what;
     const Tensor idx = randint(0, 37, {2, 9}, {.dtype = kInt64});
     {
       NoGradGuard no_grad;
-      EXPECT_LE(max(abs(sub(from_llmc(idx), from_hf(idx)))).item<double>(), 1e-5) << what;
+      EXPECT_LE(max(abs(sub(from_llmc(idx), (*from_hf)(idx)))).item<double>(), 1e-5) << what;
     }
 
     hf::write_llama3(ours, want, {.max_shard_bytes = tied ? 20000 : std::int64_t{5'000'000'000}});

@@ -20,6 +20,16 @@ std::optional<DataType> product_input_dtype(const Tensor& x, const TensorParalle
 
 }  // namespace
 
+GPT2Config GPT2Config::from_llmc(const llmc::GPT2Config& c) {
+  return {.max_seq_len = c.max_seq_len, .vocab_size = c.vocab_size, .padded_vocab_size = c.padded_vocab_size,
+          .num_layers = c.num_layers, .num_heads = c.num_heads, .channels = c.channels};
+}
+
+llmc::GPT2Config GPT2Config::to_llmc() const {
+  return {.max_seq_len = max_seq_len, .vocab_size = vocab_size, .padded_vocab_size = padded_vocab_size,
+          .num_layers = num_layers, .num_heads = num_heads, .channels = channels};
+}
+
 GPT2Config GPT2Config::from_name(std::string_view name) {
   // (layers, heads, channels) of llm.c's GPT-2 sizes.
   static const std::map<std::string_view, std::array<std::int64_t, 3>> sizes = {

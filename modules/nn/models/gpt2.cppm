@@ -26,6 +26,7 @@ import :tensor_parallel;
 import :model_part;
 import :causal_lm;
 import :llmc_layout;
+import :llmc_checkpoint;
 
 export namespace infini::nn {
 
@@ -40,6 +41,9 @@ struct GPT2Config {
   // llm.c's model names: "d12" (124M), "d24" (350M), "d36" (774M), "d48" (1558M), with
   // GPT-2's vocabulary padded to 50304 and maxT 1024. Error for another name.
   static GPT2Config from_name(std::string_view name);
+  // The same sizes as llm.c's header has them.
+  static GPT2Config from_llmc(const llmc::GPT2Config& config);
+  llmc::GPT2Config to_llmc() const;
   // Error naming the field unless every size is >= 1, Vp >= V and C % NH == 0.
   void validate() const;
   bool operator==(const GPT2Config&) const = default;
