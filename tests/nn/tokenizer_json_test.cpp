@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "data_test_util.h"
+#include "tokenizer_test_util.h"
 
 import infini.nn;
 
@@ -117,20 +118,7 @@ TEST_F(ReferenceTokenizers, GPT2FromTokenizerJsonEqualsOpenAIsFiles) {
   }
 }
 
-// GPT-2's bytes_to_unicode as a UTF-8 string per byte.
-std::array<std::string, 256> byte_strings() {
-  auto utf8 = [](unsigned c) {
-    if (c < 0x80) return std::string(1, static_cast<char>(c));
-    return std::string{static_cast<char>(0xC0 | (c >> 6)), static_cast<char>(0x80 | (c & 0x3F))};
-  };
-  std::array<std::string, 256> out;
-  unsigned next = 0x100;
-  for (unsigned b = 0; b < 256; ++b) {
-    const bool printable = (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE;
-    out[b] = utf8(printable ? b : next++);
-  }
-  return out;
-}
+using text::test::byte_strings;
 
 // A small LLaMA-3-style tokenizer.json: ids 0..255 the bytes, 256 "bc", 257 "abc", 258 "ab",
 // merges b c, a b (no merge makes "abc"), added tokens 259 "<|x|>" and 260 "<|xy|>".
