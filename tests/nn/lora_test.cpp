@@ -272,6 +272,21 @@ TEST(LoRA, LLaMA3AdaptersRoundTripThroughPeftsFiles) {
   fs::remove_all(dir);
 }
 
+// A second apply adds its adapters and keeps the first's trainable; adapters() walks a model
+// that no shared_ptr owns.
+TEST(LoRA, ASecondApplyKeepsTheFirstsAdaptersTrainable) {
+  nn::GPT2Impl model(kGPT2);
+  nn::lora::apply(model, {.targets = {"c_fc"}});
+  nn::lora::apply(model, {.targets = {"c_attn"}});
+  const auto list = nn::lora::adapters(model);
+  ASSERT_EQ(list.size(), 4u);
+  EXPECT_EQ(list[0]->peft_name, "transformer.h.0.attn.c_attn");  // model order, not apply order
+  EXPECT_EQ(list[1]->peft_name, "transformer.h.0.mlp.c_fc");
+  for (const auto& a : list) EXPECT_TRUE(a->A.requires_grad() && a->B.requires_grad()) << a->peft_name;
+  EXPECT_FALSE(model.h[0]->attn->c_attn->weight.requires_grad());
+  EXPECT_FALSE(model.h[1]->mlp->c_fc->bias.requires_grad());
+}
+
 TEST(LoRA, RefusesWhatItCannotDo) {
   nn::GPT2 model(kGPT2);
   expect_error<Error>([&] { nn::lora::apply(*model, {.targets = {"q_proj"}}); }, "lora::apply",

@@ -160,7 +160,11 @@ std::vector<std::shared_ptr<AdapterImpl>> apply(Module& model, const LoraConfig&
           throw Error("lora::apply", concat(s.peft_name, " has a LoRA adapter already"));
 
   NoGradGuard no_grad;
-  for (Tensor& p : model.parameters()) p.requires_grad_(false);
+  std::vector<Tensor> trained;  // adapters an earlier apply made stay trainable
+  for (const auto& adapter : adapters(model))
+    for (const Tensor& p : adapter->parameters()) trained.push_back(p);
+  for (Tensor& p : model.parameters())
+    if (std::ranges::none_of(trained, [&](const Tensor& t) { return t.is_same(p); })) p.requires_grad_(false);
   std::vector<std::shared_ptr<AdapterImpl>> made;
   for (const Site& s : sites) {
     if (std::ranges::find(config.targets, s.target) == config.targets.end()) continue;
@@ -177,9 +181,16 @@ std::vector<std::shared_ptr<AdapterImpl>> apply(Module& model, const LoraConfig&
 }
 
 std::vector<std::shared_ptr<AdapterImpl>> adapters(Module& model) {
+  // Depth first in registration order, through named_children (the model need not be owned by
+  // a shared_ptr, which named_modules needs).
   std::vector<std::shared_ptr<AdapterImpl>> found;
-  for (const auto& [name, module] : model.named_modules())
-    if (auto adapter = std::dynamic_pointer_cast<AdapterImpl>(module)) found.push_back(std::move(adapter));
+  const std::function<void(const Module&)> visit = [&](const Module& module) {
+    for (const auto& [name, child] : module.named_children()) {
+      if (auto adapter = std::dynamic_pointer_cast<AdapterImpl>(child)) found.push_back(std::move(adapter));
+      else visit(*child);
+    }
+  };
+  visit(model);
   return found;
 }
 

@@ -49,12 +49,13 @@ class AdapterImpl : public Module {
   std::string extra_repr() const override;
 };
 
-// Freezes every parameter of `model` (a whole GPT2Impl or LLaMA3Impl on one process) and adds
-// an adapter to each layer a target names, in block order. Error naming the target for one
+// Freezes every parameter of `model` (a whole GPT2Impl or LLaMA3Impl on one process) but
+// those of adapters an earlier apply made, and adds an adapter to each layer a target names, in
+// block order. Error naming the target for one
 // that names no layer of this model (listing those that do), a rank < 1, a dropout outside
 // [0, 1), a layer adapted already, a tensor-parallel model or a pipeline part.
 std::vector<std::shared_ptr<AdapterImpl>> apply(Module& model, const LoraConfig& config);
-// The adapters below `model`, in the order apply made them.
+// The adapters below `model`, in the model's order (depth first, registration order).
 std::vector<std::shared_ptr<AdapterImpl>> adapters(Module& model);
 // Whether `layer` has adapters (a model that fuses a layer's product with others must then run
 // it through the layer).
