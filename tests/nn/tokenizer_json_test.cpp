@@ -1,5 +1,6 @@
 // Tokenizers read from Hugging Face's tokenizer.json. References: LLaMA-3's vocabulary and the
-// ids of llama3-tokenizer-js (an independent JavaScript encoder), GPT-2's ids from gpt-3-encoder
+// ids of llama3-tokenizer-js (an independent JavaScript encoder; also on all of Moby-Dick),
+// GPT-2's ids from gpt-3-encoder
 // (a port of OpenAI's encoder.py), both run by tokenizer/reference.mjs on tokenizer/texts.json
 // (skipped when scripts/fetch_data has not fetched them); a small hand-built tokenizer.json for
 // ignore_merges, added tokens and every kind of rejected file.
@@ -48,7 +49,8 @@ void write(const fs::path& path, const std::string& text) {
 // reference.mjs's output, made once per process; nullptr when the packages are missing.
 const fs::path* reference() {
   static const std::optional<fs::path> dir = []() -> std::optional<fs::path> {
-    if (!fs::exists(kData / "llama3-tokenizer-js" / "package.json") || !fs::exists(kData / "gpt-3-encoder" / "index.js"))
+    if (!fs::exists(kData / "llama3-tokenizer-js" / "package.json") || !fs::exists(kData / "gpt-3-encoder" / "index.js") ||
+        !fs::exists(kData / "moby-dick" / "data" / "data.txt"))
       return std::nullopt;
     const fs::path out = fs::temp_directory_path() / ("infini_tokenizer_reference_" + std::to_string(::getpid()));
     fs::remove_all(out);
@@ -66,7 +68,8 @@ class ReferenceTokenizers : public ::testing::Test {
     if (reference()) fs::remove_all(*reference());
   }
   void SetUp() override {
-    if (!reference()) GTEST_SKIP() << "llama3-tokenizer-js / gpt-3-encoder are not in " << kData << " (run scripts/fetch_data)";
+    if (!reference())
+      GTEST_SKIP() << "llama3-tokenizer-js, gpt-3-encoder or Moby-Dick are not in " << kData << " (run scripts/fetch_data)";
     texts_ = json::parse(read(kReferenceDir / "texts.json")).get<std::vector<std::string>>();
     ids_ = json::parse(read(*reference() / "reference.json"));
     ASSERT_EQ(ids_["llama3"].size(), texts_.size());
@@ -95,6 +98,9 @@ TEST_F(ReferenceTokenizers, LLaMA3MatchesTheReferenceOnEveryText) {
     EXPECT_EQ(tok.encode_with_special(texts_[i]), ids_["llama3"][i]["special"].get<Ids>());
     EXPECT_EQ(tok.decode(ordinary), texts_[i]);
   }
+  const Ids book = tok.encode(read(kData / "moby-dick" / "data" / "data.txt"));
+  EXPECT_EQ(book.size(), 298553u);
+  EXPECT_EQ(book, ids_["moby_dick_llama3"].get<Ids>());
 }
 
 TEST_F(ReferenceTokenizers, GPT2FromTokenizerJsonEqualsOpenAIsFiles) {

@@ -9,7 +9,8 @@
 //   gpt2/tokenizer.json, gpt2/tokenizer_config.json      GPT-2's, as transformers' gpt2 has them
 //                                                       (merges as "left right" strings)
 //   reference.json  {"llama3": [{"ordinary", "special"}], "gpt2": [{"ordinary"}]}: the ids
-//                   of each text of texts.json, without and with added tokens recognised
+//                   of each text of texts.json, without and with added tokens recognised, and
+//                   "moby_dick_llama3": LLaMA-3's ids of the whole of Moby-Dick
 //   usage: node reference.mjs DATA_DIR OUT_DIR
 import fs from 'node:fs';
 import path from 'node:path';
@@ -83,7 +84,9 @@ write(gptDir, 'tokenizer_config.json', { bos_token: '<|endoftext|>', eos_token: 
 const gpt2 = createRequire(import.meta.url)(path.join(encoderDir, 'index.js'));
 
 const never = /(?!)/g;  // a special-token pattern that matches nothing: ordinary text only
+const book = fs.readFileSync(path.join(dataDir, 'moby-dick/data/data.txt'), 'utf8');
 write(outDir, 'reference.json', {
+  moby_dick_llama3: llama.encode(book, { bos: false, eos: false, specialTokenRegex: never }),
   llama3: texts.map((text) => ({
     ordinary: llama.encode(text, { bos: false, eos: false, specialTokenRegex: never }),
     special: llama.encode(text, { bos: false, eos: false }),
