@@ -19,10 +19,6 @@ execute_process(COMMAND ${launcher} "${PROGRAM}" ${common} ${extra_flags} --hf_o
 if(NOT result EQUAL 0)
   message(FATAL_ERROR "${LAUNCHER} ${PROGRAM} ${EXTRA_FLAGS} failed (${result}): ${err}")
 endif()
-foreach(file config.json model.safetensors)
-  execute_process(COMMAND ${CMAKE_COMMAND} -E compare_files "${WORK_DIR}/one/${file}" "${WORK_DIR}/split/${file}"
-                  RESULT_VARIABLE differ)
-  if(differ)
-    message(FATAL_ERROR "${EXTRA_FLAGS}: --hf_out's ${file} differs from one process's")
-  endif()
-endforeach()
+include(${CMAKE_CURRENT_LIST_DIR}/same_files.cmake)
+expect_same_files("${WORK_DIR}/one" "${WORK_DIR}/split" "from --hf_out with ${EXTRA_FLAGS} differs from one process's"
+                  config.json model.safetensors)

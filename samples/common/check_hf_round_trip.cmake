@@ -21,23 +21,16 @@ foreach(pass first second)
     message(FATAL_ERROR "${PROGRAM} (${pass} pass) failed (${result}): ${err}")
   endif()
 endforeach()
-foreach(file config.json model.safetensors)
-  execute_process(COMMAND ${CMAKE_COMMAND} -E compare_files "${WORK_DIR}/first/${file}" "${WORK_DIR}/second/${file}"
-                  RESULT_VARIABLE differ)
-  if(differ)
-    message(FATAL_ERROR "${file} changed through --hf_model and --hf_out")
-  endif()
-endforeach()
+include(${CMAKE_CURRENT_LIST_DIR}/same_files.cmake)
+expect_same_files("${WORK_DIR}/first" "${WORK_DIR}/second" "changed through --hf_model and --hf_out"
+                  config.json model.safetensors)
 if(HF_SCRIPT)
   execute_process(COMMAND python3 "${HF_SCRIPT}" "${LLMC_MODEL}" "${WORK_DIR}/reference" RESULT_VARIABLE result
                   ERROR_VARIABLE err)
   if(NOT result EQUAL 0)
     message(FATAL_ERROR "${HF_SCRIPT} failed (${result}): ${err}")
   endif()
-  execute_process(COMMAND ${CMAKE_COMMAND} -E compare_files "${WORK_DIR}/first/model.safetensors"
-                          "${WORK_DIR}/reference/model.safetensors" RESULT_VARIABLE differ)
-  if(differ)
-    message(FATAL_ERROR "--hf_out's model.safetensors differs from ${HF_SCRIPT}'s")
-  endif()
+  expect_same_files("${WORK_DIR}/first" "${WORK_DIR}/reference" "from --hf_out differs from ${HF_SCRIPT}'s"
+                    model.safetensors)
 endif()
 file(REMOVE_RECURSE "${WORK_DIR}")

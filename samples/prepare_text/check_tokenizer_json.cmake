@@ -25,13 +25,9 @@ endfunction()
 run(node "${SCRIPT}" "${DATA_DIR}" "${WORK_DIR}/tokenizers")
 run("${PREPARE}" --input "${book}" --out_dir "${WORK_DIR}/openai")
 run("${PREPARE}" --input "${book}" --out_dir "${WORK_DIR}/hf" --tokenizer "${WORK_DIR}/tokenizers/gpt2")
-foreach(file train.bin val.bin tokenizer.bin stats.json)
-  execute_process(COMMAND ${CMAKE_COMMAND} -E compare_files "${WORK_DIR}/openai/${file}" "${WORK_DIR}/hf/${file}"
-                  RESULT_VARIABLE differ)
-  if(differ)
-    message(FATAL_ERROR "${file} from GPT-2's tokenizer.json differs from OpenAI's files'")
-  endif()
-endforeach()
+include(${CMAKE_CURRENT_LIST_DIR}/../common/same_files.cmake)
+expect_same_files("${WORK_DIR}/openai" "${WORK_DIR}/hf" "from GPT-2's tokenizer.json differs from OpenAI's files'"
+                  train.bin val.bin tokenizer.bin stats.json)
 
 file(WRITE "${WORK_DIR}/test.txt" "This is a test sentence.")
 run("${PREPARE}" --input "${WORK_DIR}/test.txt" --out_dir "${WORK_DIR}/llama" --val_fraction 0
