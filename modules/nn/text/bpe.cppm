@@ -42,6 +42,15 @@ struct AddedToken {
   std::int32_t id;
 };
 
+// Hash of std::string keys that also takes string_views (heterogeneous lookup: no copy per
+// lookup on the encoding path).
+struct StringHash {
+  using is_transparent = void;
+  std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+template <class Value>
+using StringMap = std::unordered_map<std::string, Value, StringHash, std::equal_to<>>;
+
 struct BpeVocab {
   std::vector<std::string> tokens;                  // id -> the token's bytes (added tokens: their content)
   std::array<std::int32_t, 256> byte_tokens{};      // byte -> id of its one-byte token
@@ -50,7 +59,7 @@ struct BpeVocab {
   // tokenizer.json's ignore_merges (LLaMA-3, tiktoken): a piece that is a token of the BPE
   // vocabulary is that token, merged or not. whole_pieces maps those tokens' bytes to ids.
   bool ignore_merges = false;
-  std::unordered_map<std::string, std::int32_t> whole_pieces;
+  StringMap<std::int32_t> whole_pieces;
   std::optional<std::int32_t> bos, eos;  // begin / end of text, when the files name them
   std::string pattern;                   // the pre-tokenizer regex (Pretokenizer)
 };
@@ -127,12 +136,8 @@ class BpeCache {
   void insert(std::string_view piece, std::span<const std::int64_t> ids);
 
  private:
-  struct Hash {
-    using is_transparent = void;
-    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-  };
   mutable std::shared_mutex mutex_;
-  std::unordered_map<std::string, std::vector<std::int32_t>, Hash, std::equal_to<>> entries_;
+  StringMap<std::vector<std::int32_t>> entries_;
 };
 
 // What a Tokenizer handle shares.

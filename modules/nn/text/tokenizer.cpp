@@ -29,7 +29,7 @@ std::vector<std::int64_t> Tokenizer::encode(std::string_view text) const {
   ids.reserve(text.size() / 4);
   state_->pretokenizer.split("Tokenizer::encode", text, [&](std::string_view piece) {
     if (vocab.ignore_merges) {
-      const auto whole = vocab.whole_pieces.find(std::string(piece));
+      const auto whole = vocab.whole_pieces.find(piece);
       if (whole != vocab.whole_pieces.end()) {
         ids.push_back(whole->second);
         return;
