@@ -5,21 +5,17 @@ namespace infini::parallel {
 namespace {
 
 // Rank 0's parameters and buffers everywhere (before the reducer may shard them); returns the
-// parameters that require grad, the ones the reducer takes (PyTorch's DDP leaves frozen ones,
-// such as a LoRA model's base weights, out of its buckets).
+// trained parameters, the ones the reducer takes.
 std::vector<Tensor> broadcast_state(const nn::Module& module, ProcessGroup& group, const DDPOptions& options) {
   NoGradGuard no_grad;
   std::vector<Work> works;
   for (const auto& tensors : {module.parameters(), module.buffers()})
     for (const Tensor& t : tensors) works.push_back(group.broadcast(t, 0, {.timeout = options.timeout}));
   when_all(works).wait();
-  std::vector<Tensor> trained;
-  for (const Tensor& p : module.parameters())
-    if (p.requires_grad()) trained.push_back(p);
-  return trained;
+  return trained_parameters(module);
 }
 
-// The names of the parameters broadcast_state returns.
+// The names of the trained parameters.
 std::vector<std::string> trained_names(const nn::Named<Tensor>& named) {
   std::vector<std::string> names;
   for (const auto& [name, tensor] : named)
@@ -28,6 +24,13 @@ std::vector<std::string> trained_names(const nn::Named<Tensor>& named) {
 }
 
 }  // namespace
+
+std::vector<Tensor> trained_parameters(const nn::Module& module) {
+  std::vector<Tensor> trained;
+  for (const Tensor& p : module.parameters())
+    if (p.requires_grad()) trained.push_back(p);
+  return trained;
+}
 
 DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> module,
                                                  std::shared_ptr<ProcessGroup> group, DDPOptions options)

@@ -33,6 +33,11 @@ struct DDPOptions {
   std::optional<Clock::duration> timeout = std::nullopt;
 };
 
+// The parameters of `module` that require grad, in registration order: those a
+// DistributedDataParallel reduces (and ZeRO shards). Frozen ones (a LoRA model's base weights)
+// are left out, as PyTorch's DDP does.
+std::vector<Tensor> trained_parameters(const nn::Module& module);
+
 class DistributedDataParallel {
  public:
   // Collective over `group`: every rank must construct it with the same model structure. Rank

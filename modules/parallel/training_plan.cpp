@@ -98,9 +98,7 @@ TrainingPlan::~TrainingPlan() = default;
 void TrainingPlan::shard_parameters() {
   // Each block one unit (one bucket per gather dtype, however large), the rest (embedding,
   // head) another; under autocast the linear layers' weights are gathered in its dtype.
-  std::vector<Tensor> params;  // those that require grad, as DistributedDataParallel takes them
-  for (const Tensor& p : model_.module->parameters())
-    if (p.requires_grad()) params.push_back(p);
+  const std::vector<Tensor> params = trained_parameters(*model_.module);  // what the reducer takes
   const UnitAssignment units = assign_units(params, model_.blocks);
   ddp_ = std::make_unique<DistributedDataParallel>(
       model_.module, groups_.dp,
