@@ -15,7 +15,8 @@ namespace infini::cuda::nccl {
 struct Communicator {
   ncclComm_t comm = nullptr;
   int device = 0;
-  cudaStream_t stream = nullptr;
+  cudaStream_t stream = nullptr;  // nonblocking: runs beside the kernels of the default stream
+  cudaEvent_t compute = nullptr;  // re-recorded on the default stream before each call
 };
 
 struct Event {
@@ -44,6 +45,22 @@ ncclResult_t settle(ncclComm_t comm, std::chrono::steady_clock::time_point deadl
     if (std::chrono::steady_clock::now() > deadline) return ncclInProgress;
     std::this_thread::sleep_for(std::chrono::microseconds(100));
   }
+}
+
+// The communicator's stream waits (on the GPU, the host goes on) for the kernels already
+// issued on the legacy default stream, the ones that wrote the buffers the call reads.
+void order_after_compute(Communicator* c) {
+  use_device(c->device);
+  check(cudaEventRecord(c->compute, cudaStreamLegacy), "cudaEventRecord on the default stream before an NCCL call");
+  check(cudaStreamWaitEvent(c->stream, c->compute, 0), "cudaStreamWaitEvent of an NCCL stream");
+}
+
+// Frees what create() made of `c` (the communicator itself is the caller's).
+void release_stream(Communicator* c) noexcept {
+  if (c->compute) cudaEventDestroy(c->compute);
+  if (c->stream) cudaStreamDestroy(c->stream);
+  cudaGetLastError();
+  delete c;
 }
 
 void finish_call(Communicator* c, ncclResult_t result, const char* what) {
@@ -100,10 +117,14 @@ int version() noexcept {
 
 Communicator* create(const UniqueId& id, int nranks, int rank, int device, std::chrono::milliseconds timeout) {
   use_device(device);
-  auto* c = new Communicator{nullptr, device, nullptr};
-  if (cudaError_t err = cudaStreamCreate(&c->stream); err != cudaSuccess) {
-    delete c;
-    detail::fail(err, "cudaStreamCreate for an NCCL communicator");
+  auto* c = new Communicator{nullptr, device, nullptr, nullptr};
+  if (cudaError_t err = cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking); err != cudaSuccess) {
+    release_stream(c);
+    detail::fail(err, "cudaStreamCreateWithFlags for an NCCL communicator");
+  }
+  if (cudaError_t err = cudaEventCreateWithFlags(&c->compute, cudaEventDisableTiming); err != cudaSuccess) {
+    release_stream(c);
+    detail::fail(err, "cudaEventCreateWithFlags for an NCCL communicator");
   }
   ncclUniqueId unique;
   std::memcpy(unique.internal, id.bytes, kUniqueIdBytes);
@@ -116,8 +137,7 @@ Communicator* create(const UniqueId& id, int nranks, int rank, int device, std::
     const std::string what = "ncclCommInitRankConfig (rank " + std::to_string(rank) + " of " + std::to_string(nranks) +
                              " on device " + std::to_string(device) + ")";
     if (c->comm) ncclCommAbort(c->comm);
-    cudaStreamDestroy(c->stream);
-    delete c;
+    release_stream(c);
     if (r == ncclInProgress)
       throw CudaError(what + ": not ready after " + std::to_string(timeout.count()) + " ms; aborted");
     fail(r, nullptr, what);
@@ -129,9 +149,7 @@ void abort(Communicator* c) noexcept {
   if (!c) return;
   cudaSetDevice(c->device);
   if (c->comm) ncclCommAbort(c->comm);
-  if (c->stream) cudaStreamDestroy(c->stream);
-  cudaGetLastError();
-  delete c;
+  release_stream(c);
 }
 
 void destroy(Communicator* c) {
@@ -140,8 +158,7 @@ void destroy(Communicator* c) {
   check(cudaStreamSynchronize(c->stream), "cudaStreamSynchronize before ncclCommDestroy");
   finish_call(c, ncclCommFinalize(c->comm), "ncclCommFinalize");
   if (ncclResult_t r = ncclCommDestroy(c->comm); r != ncclSuccess) fail(r, nullptr, "ncclCommDestroy");
-  cudaStreamDestroy(c->stream);
-  delete c;
+  release_stream(c);
 }
 
 std::string async_error(Communicator* c) {
@@ -156,39 +173,39 @@ std::string async_error(Communicator* c) {
 int device_of(const Communicator* c) noexcept { return c->device; }
 
 void all_reduce(Communicator* c, const void* send, void* recv, std::size_t count, ElementType type, RedOp op) {
-  use_device(c->device);
+  order_after_compute(c);
   finish_call(c, ncclAllReduce(send, recv, count, nccl_type(type), nccl_op(op), c->comm, c->stream), "ncclAllReduce");
 }
 
 void broadcast(Communicator* c, const void* send, void* recv, std::size_t count, ElementType type, int root) {
-  use_device(c->device);
+  order_after_compute(c);
   finish_call(c, ncclBroadcast(send, recv, count, nccl_type(type), root, c->comm, c->stream), "ncclBroadcast");
 }
 
 void reduce(Communicator* c, const void* send, void* recv, std::size_t count, ElementType type, RedOp op, int root) {
-  use_device(c->device);
+  order_after_compute(c);
   finish_call(c, ncclReduce(send, recv, count, nccl_type(type), nccl_op(op), root, c->comm, c->stream), "ncclReduce");
 }
 
 void all_gather(Communicator* c, const void* send, void* recv, std::size_t count, ElementType type) {
-  use_device(c->device);
+  order_after_compute(c);
   finish_call(c, ncclAllGather(send, recv, count, nccl_type(type), c->comm, c->stream), "ncclAllGather");
 }
 
 void reduce_scatter(Communicator* c, const void* send, void* recv, std::size_t recv_count, ElementType type,
                     RedOp op) {
-  use_device(c->device);
+  order_after_compute(c);
   finish_call(c, ncclReduceScatter(send, recv, recv_count, nccl_type(type), nccl_op(op), c->comm, c->stream),
               "ncclReduceScatter");
 }
 
 void send(Communicator* c, const void* data, std::size_t count, ElementType type, int peer) {
-  use_device(c->device);
+  order_after_compute(c);
   finish_call(c, ncclSend(data, count, nccl_type(type), peer, c->comm, c->stream), "ncclSend");
 }
 
 void recv(Communicator* c, void* data, std::size_t count, ElementType type, int peer) {
-  use_device(c->device);
+  order_after_compute(c);
   finish_call(c, ncclRecv(data, count, nccl_type(type), peer, c->comm, c->stream), "ncclRecv");
 }
 

@@ -22,6 +22,12 @@ int device_count() noexcept {
   return count;
 }
 
+std::string pci_bus_id(int device) {
+  char id[32] = {};  // "domain:bus:device.function", at most 13 characters
+  check(cudaDeviceGetPCIBusId(id, sizeof(id), device), "cudaDeviceGetPCIBusId");
+  return id;
+}
+
 void* malloc(std::size_t bytes, int device) {
   if (bytes == 0) return nullptr;
   use_device(device);

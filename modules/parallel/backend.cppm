@@ -21,6 +21,8 @@ class Backend {
   virtual const std::vector<int>& world_ranks() const = 0;
   // The dtype `t` travels as (e.g. NCCL has no int16: int32); t itself when supported.
   virtual DataType wire_dtype(DataType t) const { return t; }
+  // Whether operands live in host memory (MPI: a CUDA tensor is staged through the host).
+  virtual bool host_memory() const { return true; }
 
   virtual void all_reduce(const State& work, const Tensor& buf, ReduceOp op) = 0;
   virtual void all_gather(const State& work, const Tensor& out, const Tensor& in) = 0;
@@ -32,7 +34,6 @@ class Backend {
   // in: [size * out.numel()] on root, undefined elsewhere.
   virtual void scatter(const State& work, const Tensor& out, const Tensor& in, int root) = 0;
   virtual void all_to_all(const State& work, const Tensor& out, const Tensor& in) = 0;
-  virtual void p2p(const State& work, const std::vector<P2POp>& ops) = 0;
 };
 
 // The MPI world communicator (a duplicate of MPI_COMM_WORLD); initialises MPI if needed.
@@ -42,6 +43,9 @@ std::unique_ptr<Backend> make_mpi_world();
 std::unique_ptr<Backend> split_mpi(Backend& parent, int color, int key, Clock::duration timeout);
 // MPI_Ibarrier on the communicator of `mpi` (barriers always go through MPI).
 void mpi_barrier(Backend& mpi, const std::shared_ptr<WorkState>& work);
+// The sends and receives of a batch on the communicator of `mpi`, matched by tag (every
+// point-to-point operation goes through MPI, CUDA tensors from host memory).
+void mpi_p2p(Backend& mpi, const std::shared_ptr<WorkState>& work, const std::vector<P2POp>& ops);
 // Whether every rank of the world reached this barrier (on a communicator of its own)
 // within `timeout`; false leaves it pending (the caller aborts the job).
 bool exit_barrier(Clock::duration timeout);

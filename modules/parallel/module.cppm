@@ -11,6 +11,7 @@ export import :flight_recorder;
 export import :asio;
 export import :runtime;
 export import :work;
+export import :backend_choice;
 export import :process_group;
 export import :layout;
 export import :buckets;

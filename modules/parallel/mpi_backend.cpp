@@ -610,7 +610,7 @@ class MpiBackend final : public Backend {
       return MPI_Ialltoall(in.data_ptr(), block, t, out.data_ptr(), block, t, comm_, r);
     });
   }
-  void p2p(const State& work, const std::vector<P2POp>& ops) override {
+  void p2p(const State& work, const std::vector<P2POp>& ops) {
     std::vector<MPI_Request> requests;
     for (const P2POp& p : ops) {
       if (p.tag > tag_ub_) return work->fail(concat("tag ", p.tag, " exceeds MPI_TAG_UB ", tag_ub_));
@@ -733,6 +733,10 @@ std::unique_ptr<Backend> split_mpi(Backend& parent, int color, int key, Clock::d
 
 void mpi_barrier(Backend& mpi, const std::shared_ptr<WorkState>& work) {
   dynamic_cast<MpiBackend&>(mpi).barrier(work);
+}
+
+void mpi_p2p(Backend& mpi, const std::shared_ptr<WorkState>& work, const std::vector<P2POp>& ops) {
+  dynamic_cast<MpiBackend&>(mpi).p2p(work, ops);
 }
 
 void finalize_mpi() {

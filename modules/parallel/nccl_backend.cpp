@@ -3,7 +3,7 @@
 // across hosts). Each call is followed by a CUDA event on the communicator's stream; the
 // progress engine polls those events (cudaEventQuery) and ncclCommGetAsyncError, and
 // aborts the communicator (ncclCommAbort) when an operation fails or passes its deadline.
-// NCCL has no tags: point-to-point messages between two ranks match in issue order.
+// Point-to-point operations do not come here: they go through MPI (process_group.cpp).
 module;
 #if INFINI_HAS_CUDA
 #include "infini/cuda/nccl.h"
@@ -141,6 +141,7 @@ class NcclBackend final : public Backend {
   int size() const override { return size_; }
   const std::vector<int>& world_ranks() const override { return world_ranks_; }
   DataType wire_dtype(DataType t) const override { return t == kInt16 ? kInt32 : t == kBool ? kUInt8 : t; }
+  bool host_memory() const override { return false; }
 
   void all_reduce(const State& work, const Tensor& buf, ReduceOp op) override {
     launch(work, [&] {
@@ -191,16 +192,6 @@ class NcclBackend final : public Backend {
       for (int r = 0; r < size_; ++r) {
         nccl::send(comm_->handle, block(in, r, each), static_cast<std::size_t>(each), type(in), r);
         nccl::recv(comm_->handle, block(out, r, each), static_cast<std::size_t>(each), type(out), r);
-      }
-      nccl::group_end(comm_->handle);
-    });
-  }
-  void p2p(const State& work, const std::vector<P2POp>& ops) override {
-    launch(work, [&] {
-      nccl::group_start();
-      for (const P2POp& p : ops) {
-        if (p.kind == P2POp::Kind::Send) nccl::send(comm_->handle, p.tensor.data_ptr(), n(p.tensor), type(p.tensor), p.peer);
-        else nccl::recv(comm_->handle, p.tensor.data_ptr(), n(p.tensor), type(p.tensor), p.peer);
       }
       nccl::group_end(comm_->handle);
     });

@@ -50,6 +50,11 @@ Tensor PipelineModel::run_block(int b, const Tensor& x) const {
   return parallel::run_block(blocks.at(static_cast<std::size_t>(b)), x, checkpoint_blocks);
 }
 
+std::optional<AutocastGuard> PipelineModel::forward_precision() const {
+  if (!autocast) return std::nullopt;
+  return std::optional<AutocastGuard>(std::in_place, device.type, *autocast);
+}
+
 Tensor pipeline_forward(ProcessGroup& group, const PipelineShape& shape, const PipelineModel& model,
                         const std::vector<std::pair<int, int>>& blocks_of_virtual_stage, const Tensor& idx,
                         const std::function<Tensor(const Tensor& x)>& last) {
@@ -58,10 +63,12 @@ Tensor pipeline_forward(ProcessGroup& group, const PipelineShape& shape, const P
     throw Error("pipeline_forward", concat("a pipeline of ", shape.stages, " stages needs a group of as many ranks, got ",
                                            group.size()));
   NoGradGuard no_grad;
+  const std::optional<AutocastGuard> autocast = model.forward_precision();
   const int rank = group.rank(), final_stage = shape.last_virtual_stage();
   Tensor result;
   for (int s = rank; s <= final_stage; s += shape.stages) {
-    Tensor x = s == 0 ? model.embed(idx) : TensorReceive(group, (s - 1) % shape.stages, kTag + s).wait();
+    Tensor x = s == 0 ? model.embed(idx.to(model.device))
+                      : TensorReceive(group, (s - 1) % shape.stages, kTag + s).wait();
     const auto [first, end] = blocks_of_virtual_stage.at(static_cast<std::size_t>(s));
     for (int b = first; b < end; ++b) x = model.run_block(b, x);
     if (s == final_stage)
@@ -134,8 +141,10 @@ Task ModelStage::forward(int micro, int chunk) {
     record_wait("receive activation", wait_start);
   }
   const trace::Span span(concat("F ", micro, ".", chunk), "pipeline");
+  const std::optional<AutocastGuard> autocast = model_.forward_precision();  // after the wait
+  const data::Example& batch = batches_[static_cast<std::size_t>(micro)];
   if (s == 0) {
-    x = model_.embed(batches_[static_cast<std::size_t>(micro)].data);
+    x = model_.embed(batch.data.to(model_.device));
   } else {
     saved.input.requires_grad_(true);
     x = saved.input;
@@ -143,7 +152,7 @@ Task ModelStage::forward(int micro, int chunk) {
   for (int b = blocks_[static_cast<std::size_t>(s)].first; b < blocks_[static_cast<std::size_t>(s)].second; ++b)
     x = model_.run_block(b, x);
   if (s == shape_.last_virtual_stage()) {
-    saved.output = model_.head_loss(x, batches_[static_cast<std::size_t>(micro)].target);
+    saved.output = model_.head_loss(x, batch.target.to(model_.device));
     loss_sum_ += saved.output.item<double>();
   } else {
     saved.output = x;

@@ -22,16 +22,22 @@ struct PipelineModel {
   std::function<Tensor(const Tensor& x, const Tensor& targets)> head_loss;  // -> the mean loss
   // Activation checkpointing: each block keeps only its input and is run again in backward.
   bool checkpoint_blocks = false;
+  // The device of this rank's part: token ids and targets are moved to it.
+  Device device = Device::cpu();
+  // The forward passes' autocast dtype (bfloat16 or float16 on device's type); none when unset.
+  std::optional<DataType> autocast;
   // When set, runs block b on x in place of run_block(blocks[b], x, checkpoint_blocks) (ZeRO-3:
   // the block's parameters gathered around it).
-  std::function<Tensor(int b, const Tensor& x)> block_runner;
+  std::function<Tensor(int b, const Tensor& x)> block_runner = nullptr;
   // When set, called with a virtual stage's blocks [first, end) before (true) and after (false)
   // each of its weight passes (backward_weight), which may read their weights: a fused op's
   // weight gradient can need another weight (dense_gelu_dense's w1 needs w2), and virtual stage
   // 0 runs all of its backward there. ZeRO-3 gathers the blocks around it.
-  std::function<void(int first, int end, bool before)> around_weight_pass;
+  std::function<void(int first, int end, bool before)> around_weight_pass = nullptr;
 
   Tensor run_block(int b, const Tensor& x) const;  // block b (by index in the whole model) on x
+  // Autocast for a forward pass, when set (a guard: keep it alive for the pass, not across a wait).
+  std::optional<AutocastGuard> forward_precision() const;
 };
 
 // x through `block`; with `checkpoint`, through autograd::checkpoint (only x kept for backward).

@@ -66,7 +66,9 @@ PipelineRunner::PipelineRunner(StagedModel model, ParallelGroups groups, const L
   model_ = {.embed = staged_.embed,
             .blocks = std::vector<std::shared_ptr<nn::Module>>(static_cast<std::size_t>(staged_.num_blocks)),
             .head_loss = staged_.head_loss,
-            .checkpoint_blocks = options.checkpoint_blocks};
+            .checkpoint_blocks = options.checkpoint_blocks,
+            .device = options.device,
+            .autocast = options.autocast};
   for (std::size_t i = 0; i < staged_.blocks.size(); ++i)
     model_.blocks.at(static_cast<std::size_t>(staged_.part.blocks[i])) = staged_.blocks[i];
   if (shape_.stages > 1) embedding_group_ = groups_.pp->new_group({0, shape_.stages - 1}, "embedding");
@@ -251,7 +253,9 @@ double PipelineRunner::loss(const std::vector<data::Example>& batches) const {
   for (const data::Example& batch : batches) {
     // The loss on the last stage: the targets go there (every rank has the batch).
     const Tensor out = pipeline_forward(*groups_.pp, shape_, model_, blocks_, batch.data,
-                                        [&](const Tensor& x) { return staged_.head_loss(x, batch.target); });
+                                        [&](const Tensor& x) {
+                                          return staged_.head_loss(x, batch.target.to(model_.device));
+                                        });
     if (out.defined()) total += out.item<double>();
   }
   Tensor sum_over_stages = full({1}, total, TensorOptions{.dtype = kFloat64});  // nonzero on the last stage only

@@ -60,6 +60,10 @@ struct PipelineOptions {
   // Activation checkpointing of every block (under zb-h1 a recomputed block's weight
   // gradients wait for the weight pass, as the block's own would).
   bool checkpoint_blocks = false;
+  // Where the model's part lives (micro-batches are moved there) and the forward passes'
+  // autocast dtype (PipelineModel).
+  Device device = Device::cpu();
+  std::optional<DataType> autocast = std::nullopt;
 };
 
 class PipelineRunner {

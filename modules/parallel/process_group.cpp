@@ -74,20 +74,26 @@ void check_list(std::string_view op, const std::vector<Tensor>& list, const Tens
   }
 }
 
-bool needs_staging(const Tensor& t, DataType dtype) { return !t.is_contiguous() || t.dtype() != dtype; }
+bool needs_staging(const Tensor& t, DataType dtype, Device device) {
+  return !t.is_contiguous() || t.dtype() != dtype || t.device() != device;
+}
 
-// A contiguous tensor of `t`'s values in `dtype`: t itself when it already is one.
-Tensor staged(const Tensor& t, DataType dtype) {
-  if (!needs_staging(t, dtype)) return t;
+// A contiguous tensor of `t`'s values in `dtype` on `device`: t itself when it already is one.
+Tensor staged(const Tensor& t, DataType dtype, Device device) {
+  if (!needs_staging(t, dtype, device)) return t;
   NoGradGuard no_grad;
-  return t.to(dtype).contiguous();
+  return t.to(device, dtype).contiguous();
 }
 
-// A contiguous buffer for an output `t` in `dtype` (values copied in when `load`).
-Tensor output_buffer(const Tensor& t, DataType dtype, bool load) {
-  if (!needs_staging(t, dtype)) return t;
-  return load ? staged(t, dtype) : empty(t.shape(), TensorOptions{.dtype = dtype, .device = t.device()});
+// A contiguous buffer for an output `t` in `dtype` on `device` (values copied in when `load`).
+Tensor output_buffer(const Tensor& t, DataType dtype, Device device, bool load) {
+  if (!needs_staging(t, dtype, device)) return t;
+  return load ? staged(t, dtype, device) : empty(t.shape(), TensorOptions{.dtype = dtype, .device = device});
 }
+
+// Where backend `b` reads and writes `t`'s values: on t's device, or in host memory (MPI
+// moves a CUDA tensor through a host copy).
+Device wire_device(const Backend& b, const Tensor& t) { return b.host_memory() ? Device::cpu() : t.device(); }
 
 // On completion, copies `buf` into `t` when they are different tensors.
 void copy_back(WorkState& work, const Tensor& t, const Tensor& buf) {
@@ -158,7 +164,7 @@ std::shared_ptr<WorkState> ProcessGroup::begin(std::string_view op, std::string 
   return std::make_shared<WorkState>(std::move(info), limit, health_);
 }
 
-Backend& ProcessGroup::backend_for(std::string_view op, const std::vector<const Tensor*>& tensors) {
+Backend& ProcessGroup::backend_for(std::string_view op, const std::vector<const Tensor*>& tensors, bool collective) {
   std::optional<Device> device;
   for (const Tensor* t : tensors) {
     if (!t->defined()) continue;
@@ -166,9 +172,28 @@ Backend& ProcessGroup::backend_for(std::string_view op, const std::vector<const 
       throw DeviceError(op, concat("expected every tensor on one device, got ", *device, " and ", t->device()));
     device = t->device();
   }
-  if (!device || device->is_cpu()) return *mpi_;
-  if (!nccl_) nccl_ = make_nccl(*mpi_, device->index, default_timeout());
-  return *nccl_;
+  // Point-to-point operations on CUDA tensors go through MPI from host memory whatever the
+  // group chose: MPI matches them by tag. NCCL matches a pair's messages in issue order on one
+  // stream, and a pipeline's tagged receives, posted as each pass needs them, can leave two
+  // ranks each waiting on the GPU for the other's later message (a 1F1B steady state).
+  if (!device || device->is_cpu() || !collective) return *mpi_;
+  if (!device_) set_device(*device);
+  if (*device_ != *device)
+    throw DeviceError(op, concat("group '", name_, "' is bound to ", *device_, ", got a tensor on ", *device));
+  return cuda_backend_->backend == CudaBackend::Nccl ? *nccl_ : *mpi_;
+}
+
+void ProcessGroup::set_device(Device device, CommOptions o) {
+  if (device_ == device) return;
+  if (device_)
+    throw DeviceError("set_device", concat("group '", name_, "' is already bound to ", *device_, ", not ", device));
+  if (device.is_cuda()) {
+    const BackendChoice choice = choose_cuda_backend(gather_gpu_identities(*this, local_gpu_identity(device)));
+    if (choice.backend == CudaBackend::Nccl)
+      nccl_ = make_nccl(*mpi_, device.index, o.timeout ? *o.timeout : default_timeout());
+    cuda_backend_ = choice;
+  }
+  device_ = device;
 }
 
 // Debug mode: every rank of the group gathers every rank's signature of the collective it
@@ -201,10 +226,10 @@ Work ProcessGroup::all_reduce(const Tensor& t, ReduceOptions o) {
   constexpr std::string_view op = "all_reduce";
   check_defined(op, t, "tensor");
   check_reduce(op, t, o);
-  Backend& b = backend_for(op, {&t});
+  Backend& b = backend_for(op, {&t}, true);
   auto work = begin(op, "all, " + std::string(parallel::name(o.op)), tensor_str(t), t.nbytes(), o.timeout, true);
   const bool widen = o.accumulate_in_float32 && (t.dtype() == kBFloat16 || t.dtype() == kFloat16);
-  Tensor buf = output_buffer(t, b.wire_dtype(widen ? kFloat32 : t.dtype()), true);
+  Tensor buf = output_buffer(t, b.wire_dtype(widen ? kFloat32 : t.dtype()), wire_device(b, t), true);
   work->keep_alive(t);
   work->keep_alive(buf);
   b.all_reduce(work, buf, o.op == ReduceOp::Avg ? ReduceOp::Sum : o.op);
@@ -224,9 +249,11 @@ Work ProcessGroup::all_gather(const Tensor& out, const Tensor& in, CommOptions o
   check_defined(op, in, "input");
   check_same_dtype(op, out, in);
   check_blocks(op, out, in, size(), "an output");
-  Backend& b = backend_for(op, {&out, &in});
+  Backend& b = backend_for(op, {&out, &in}, true);
   auto work = begin(op, "all", tensor_str(in), in.nbytes(), o.timeout, true);
-  Tensor src = staged(in, b.wire_dtype(in.dtype())), dst = output_buffer(out, b.wire_dtype(out.dtype()), false);
+  const Device device = wire_device(b, in);
+  Tensor src = staged(in, b.wire_dtype(in.dtype()), device);
+  Tensor dst = output_buffer(out, b.wire_dtype(out.dtype()), device, false);
   for (const Tensor& t : {out, src, dst}) work->keep_alive(t);
   b.all_gather(work, dst, src);
   copy_back(*work, out, dst);
@@ -255,11 +282,12 @@ Work ProcessGroup::reduce_scatter(const Tensor& out, const Tensor& in, ReduceOpt
   check_same_dtype(op, out, in);
   check_reduce(op, out, o);
   check_blocks(op, in, out, size(), "an input");
-  Backend& b = backend_for(op, {&out, &in});
+  Backend& b = backend_for(op, {&out, &in}, true);
   auto work = begin(op, "all, " + std::string(parallel::name(o.op)), tensor_str(in), in.nbytes(), o.timeout, true);
   const bool widen = o.accumulate_in_float32 && (in.dtype() == kBFloat16 || in.dtype() == kFloat16);
   const DataType wire = b.wire_dtype(widen ? kFloat32 : in.dtype());
-  Tensor src = staged(in, wire), dst = output_buffer(out, wire, false);
+  const Device device = wire_device(b, in);
+  Tensor src = staged(in, wire, device), dst = output_buffer(out, wire, device, false);
   for (const Tensor& t : {out, src, dst}) work->keep_alive(t);
   b.reduce_scatter(work, dst, src, o.op == ReduceOp::Avg ? ReduceOp::Sum : o.op);
   if (o.op == ReduceOp::Avg)
@@ -276,9 +304,9 @@ Work ProcessGroup::broadcast(const Tensor& t, int root, CommOptions o) {
   constexpr std::string_view op = "broadcast";
   check_defined(op, t, "tensor");
   check_root(op, root, size());
-  Backend& b = backend_for(op, {&t});
+  Backend& b = backend_for(op, {&t}, true);
   auto work = begin(op, concat("root ", root), tensor_str(t), t.nbytes(), o.timeout, true);
-  Tensor buf = output_buffer(t, b.wire_dtype(t.dtype()), rank() == root);
+  Tensor buf = output_buffer(t, b.wire_dtype(t.dtype()), wire_device(b, t), rank() == root);
   work->keep_alive(t);
   work->keep_alive(buf);
   b.broadcast(work, buf, root);
@@ -291,10 +319,10 @@ Work ProcessGroup::reduce(const Tensor& t, int root, ReduceOptions o) {
   check_defined(op, t, "tensor");
   check_root(op, root, size());
   check_reduce(op, t, o);
-  Backend& b = backend_for(op, {&t});
+  Backend& b = backend_for(op, {&t}, true);
   auto work = begin(op, concat("root ", root, ", ", parallel::name(o.op)), tensor_str(t), t.nbytes(), o.timeout, true);
   const bool widen = o.accumulate_in_float32 && (t.dtype() == kBFloat16 || t.dtype() == kFloat16);
-  Tensor buf = staged(t, b.wire_dtype(widen ? kFloat32 : t.dtype()));
+  Tensor buf = staged(t, b.wire_dtype(widen ? kFloat32 : t.dtype()), wire_device(b, t));
   work->keep_alive(t);
   work->keep_alive(buf);
   b.reduce(work, buf, root, o.op == ReduceOp::Avg ? ReduceOp::Sum : o.op);
@@ -317,11 +345,12 @@ Work ProcessGroup::gather(const std::vector<Tensor>& outs, const Tensor& in, int
   if (rank() == root) check_list(op, outs, in, size(), "outputs");
   else if (!outs.empty())
     throw ShapeError(op, concat("expected no outputs on rank ", rank(), " (root is ", root, "), got ", outs.size()));
-  Backend& b = backend_for(op, {&in});
+  Backend& b = backend_for(op, {&in}, true);
   auto work = begin(op, concat("root ", root), tensor_str(in), in.nbytes(), o.timeout, true);
   const DataType wire = b.wire_dtype(in.dtype());
-  Tensor src = staged(in, wire), flat;
-  if (rank() == root) flat = empty({size() * in.numel()}, TensorOptions{.dtype = wire, .device = in.device()});
+  const Device device = wire_device(b, in);
+  Tensor src = staged(in, wire, device), flat;
+  if (rank() == root) flat = empty({size() * in.numel()}, TensorOptions{.dtype = wire, .device = device});
   for (const Tensor& t : {src, flat}) work->keep_alive(t);
   b.gather(work, flat, src, root);
   if (rank() == root)
@@ -340,13 +369,14 @@ Work ProcessGroup::scatter(const Tensor& out, const std::vector<Tensor>& ins, in
   if (rank() == root) check_list(op, ins, out, size(), "inputs");
   else if (!ins.empty())
     throw ShapeError(op, concat("expected no inputs on rank ", rank(), " (root is ", root, "), got ", ins.size()));
-  Backend& b = backend_for(op, {&out});
+  Backend& b = backend_for(op, {&out}, true);
   auto work = begin(op, concat("root ", root), tensor_str(out), out.nbytes(), o.timeout, true);
   const DataType wire = b.wire_dtype(out.dtype());
-  Tensor flat, dst = output_buffer(out, wire, false);
+  const Device device = wire_device(b, out);
+  Tensor flat, dst = output_buffer(out, wire, device, false);
   if (rank() == root) {
     NoGradGuard no_grad;
-    flat = empty({size() * out.numel()}, TensorOptions{.dtype = wire, .device = out.device()});
+    flat = empty({size() * out.numel()}, TensorOptions{.dtype = wire, .device = device});
     for (int r = 0; r < size(); ++r)
       flat.narrow(0, r * out.numel(), out.numel()).view(out.shape()).copy_(ins[static_cast<std::size_t>(r)]);
   }
@@ -364,9 +394,11 @@ Work ProcessGroup::all_to_all(const Tensor& out, const Tensor& in, CommOptions o
   if (out.shape() != in.shape() || in.dim() == 0 || in.size(0) % size() != 0)
     throw ShapeError(op, concat("expected input and output of one shape whose dim 0 splits into ", size(),
                                 " blocks, got input ", in.shape(), " and output ", out.shape()));
-  Backend& b = backend_for(op, {&out, &in});
+  Backend& b = backend_for(op, {&out, &in}, true);
   auto work = begin(op, "all", tensor_str(in), in.nbytes(), o.timeout, true);
-  Tensor src = staged(in, b.wire_dtype(in.dtype())), dst = output_buffer(out, b.wire_dtype(out.dtype()), false);
+  const Device device = wire_device(b, in);
+  Tensor src = staged(in, b.wire_dtype(in.dtype()), device);
+  Tensor dst = output_buffer(out, b.wire_dtype(out.dtype()), device, false);
   for (const Tensor& t : {out, src, dst}) work->keep_alive(t);
   b.all_to_all(work, dst, src);
   copy_back(*work, out, dst);
@@ -397,19 +429,20 @@ Work ProcessGroup::batch_isend_irecv(const std::vector<P2POp>& ops, CommOptions 
     described += concat(described.empty() ? "" : ", ", send ? "send " : "recv ", tensor_str(p.tensor), " tag ", p.tag);
     bytes += p.tensor.nbytes();
   }
-  Backend& b = backend_for(name, tensors);
+  backend_for(name, tensors, false);  // checks the devices; MPI moves every point-to-point message
   auto work = begin(name, peers, described, bytes, o.timeout, false);
   std::vector<P2POp> wire;
   for (const P2POp& p : ops) {
     const bool send = p.kind == P2POp::Kind::Send;
-    Tensor buf = send ? staged(p.tensor, b.wire_dtype(p.tensor.dtype()))
-                      : output_buffer(p.tensor, b.wire_dtype(p.tensor.dtype()), false);
+    const DataType dtype = mpi_->wire_dtype(p.tensor.dtype());
+    const Device host = Device::cpu();
+    Tensor buf = send ? staged(p.tensor, dtype, host) : output_buffer(p.tensor, dtype, host, false);
     work->keep_alive(p.tensor);
     work->keep_alive(buf);
     if (!send) copy_back(*work, p.tensor, buf);
     wire.push_back({p.kind, buf, p.peer, p.tag});
   }
-  b.p2p(work, wire);
+  mpi_p2p(*mpi_, work, wire);
   return Work(work);
 }
 
@@ -424,7 +457,9 @@ std::shared_ptr<ProcessGroup> ProcessGroup::split(int color, int key, std::strin
     throw CommError("split", concat("group '", name_, "' cannot be used after an earlier failure: ", health_->broken_by));
   auto backend = split_mpi(*mpi_, color, key, o.timeout ? *o.timeout : default_timeout());
   if (!backend) return nullptr;
-  return std::make_shared<ProcessGroup>(std::move(name), std::move(backend));
+  auto group = std::make_shared<ProcessGroup>(std::move(name), std::move(backend));
+  if (device_) group->set_device(*device_, o);  // collective over the new group's ranks
+  return group;
 }
 
 std::shared_ptr<ProcessGroup> ProcessGroup::new_group(const std::vector<int>& ranks, std::string name, CommOptions o) {

@@ -1,5 +1,6 @@
 // ProcessGroup: collectives and point-to-point operations among a set of ranks, on CPU
-// tensors through MPI and on CUDA tensors through NCCL. Every call validates its tensors
+// tensors through MPI and on CUDA tensors through NCCL, or through MPI from host memory
+// when ranks of the group share a GPU (backend_choice.cppm). Every call validates its tensors
 // (throwing an infini::Error that names them), launches the operation at once (launch
 // order is program order on every rank) and returns a Work to wait for or co_await.
 //
@@ -11,6 +12,7 @@ import infini.std;
 import infini.tensor;
 import :runtime;
 import :work;
+import :backend_choice;
 
 export namespace infini::parallel {
 
@@ -57,6 +59,17 @@ class ProcessGroup {
   // The first failure that broke the group, empty while it is healthy.
   const std::string& broken_by() const { return health_->broken_by; }
 
+  // Collective: binds the group to this rank's `device` (each rank passes its own). For a
+  // CUDA device the ranks exchange their GPUs and choose the backend of CUDA tensors
+  // (choose_cuda_backend); NCCL's communicator is created now. Groups split from a bound
+  // group are bound to the same device. Collectives on CUDA tensors bind an unbound group on
+  // first use. Point-to-point operations on CUDA tensors always go through MPI from host
+  // memory (matched by tags) and bind nothing.
+  void set_device(Device device, CommOptions options = {});
+  std::optional<Device> device() const { return device_; }
+  // What set_device chose for CUDA tensors; nullopt before, and for a CPU device.
+  const std::optional<BackendChoice>& cuda_backend() const { return cuda_backend_; }
+
   // t = op over ranks of t (in place).
   Work all_reduce(const Tensor& t, ReduceOptions options = {});
   // out = the ranks' `in` concatenated along dim 0 (out [size * n, ...] for in [n, ...]) or
@@ -94,12 +107,14 @@ class ProcessGroup {
   // rank launches the same collective) and makes its WorkState.
   std::shared_ptr<WorkState> begin(std::string_view op, std::string peers, std::string tensor, std::int64_t bytes,
                std::optional<Clock::duration> timeout, bool collective);
-  Backend& backend_for(std::string_view op, const std::vector<const Tensor*>& tensors);
+  Backend& backend_for(std::string_view op, const std::vector<const Tensor*>& tensors, bool collective);
   void check_signature(std::string_view op, const std::string& signature, Clock::duration timeout);
 
   std::string name_;
   std::unique_ptr<Backend> mpi_;
-  std::unique_ptr<Backend> nccl_;  // created on the first CUDA tensor
+  std::unique_ptr<Backend> nccl_;  // created by set_device when the choice is NCCL
+  std::optional<Device> device_;
+  std::optional<BackendChoice> cuda_backend_;
   std::shared_ptr<GroupHealth> health_;
   std::uint64_t collective_seq_ = 0;  // numbers collectives (equal on every rank)
   std::uint64_t p2p_seq_ = 0;         // numbers point-to-point operations

@@ -1,6 +1,7 @@
 // Point-to-point messages that carry their tensor's dtype and shape, so a receiver (a pipeline
-// stage) needs to know neither in advance: a small int64 header (dtype, dims, sizes) and then
-// the data, both with the same tag from the same sender, which MPI delivers in order.
+// stage) needs to know neither in advance: a small int64 header (dtype, CPU or CUDA, dims,
+// sizes) and then the data, both with the same tag from the same sender, which MPI delivers in
+// order. A CUDA tensor arrives on the receiving rank's GPU, the device its group is bound to.
 //
 //   Work sent = send_tensor(*group, activation, next, tag);        // rank r
 //   TensorReceive incoming(*group, previous, tag);                 // rank r + 1, posted early
@@ -25,7 +26,7 @@ Work send_tensor(ProcessGroup& group, const Tensor& t, int peer, int tag);
 class TensorReceive {
  public:
   TensorReceive(ProcessGroup& group, int peer, int tag, CommOptions options = {});
-  // The tensor (CPU), once header and data arrived. Call one of them once; Error from a
+  // The tensor (on the CPU, or the group's GPU for a CUDA send), once header and data arrived. Call one of them once; Error from a
   // header that names no dtype or too many dims.
   asio::awaitable<Tensor> tensor();
   Tensor wait();

@@ -58,9 +58,9 @@ TrainingPlan::TrainingPlan(const Layout& layout, ParallelGroups groups, const Bu
                                        o.micro_batches, " micro-batches, ", layout_.world_size(), " ranks, ",
                                        o.device.str()));
   const bool pipelined = layout_.pp() > 1;
-  if (o.autocast && pipelined)
-    throw Error("TrainingPlan", concat("autocast applies to the passes of a plan without pipeline stages; got pp = ",
-                                       layout_.pp(), " (", layout_.str(), ")"));
+  if (o.loss_scaling && pipelined)
+    throw Error("TrainingPlan", concat("loss scaling (float16) scales the loss of a plan without pipeline stages; got "
+                                       "pp = ", layout_.pp(), " (", layout_.str(), "): use bfloat16"));
   if (layout_.tp() > 1) tp_ = std::make_shared<TensorParallel>(groups_.tp, o.sequence_parallel);
   std::vector<std::pair<int, int>> stage_blocks;  // the virtual stages' blocks [first, last)
   const PartFor part_for = [&](std::int64_t num_blocks) {
@@ -75,7 +75,11 @@ TrainingPlan::TrainingPlan(const Layout& layout, ParallelGroups groups, const Bu
   if (pipelined)
     pipeline_ = std::make_unique<PipelineRunner>(
         model_, groups_, layout_, stage_blocks, o.schedule, o.micro_batches,
-        PipelineOptions{.tp = tp_, .zero_stage = o.zero_stage, .checkpoint_blocks = o.checkpoint_blocks});
+        PipelineOptions{.tp = tp_,
+                        .zero_stage = o.zero_stage,
+                        .checkpoint_blocks = o.checkpoint_blocks,
+                        .device = o.device,
+                        .autocast = o.autocast});
   else if (layout_.dp() > 1 && o.zero_stage == 3)
     shard_parameters();
   else if (layout_.dp() > 1)  // replicas start from rank 0's weights

@@ -286,4 +286,19 @@ bool cuda_is_built() noexcept { return INFINI_HAS_CUDA != 0; }
 
 bool cuda_is_available() noexcept { return cuda_device_count() > 0; }
 
+std::string cuda_pci_bus_id(Device device) {
+#if INFINI_HAS_CUDA
+  if (!device.is_cuda() || device.index < 0 || device.index >= cuda_device_count())
+    throw DeviceError("cuda_pci_bus_id", concat("expected a CUDA device, got ", device, " (", cuda_device_count(),
+                                                " CUDA device(s) available)"));
+  try {
+    return cuda::pci_bus_id(device.index);
+  } catch (const cuda::CudaError& e) {
+    throw DeviceError("cuda_pci_bus_id", concat("on ", device, ": ", e.what()));
+  }
+#else
+  throw DeviceError("cuda_pci_bus_id", concat("cannot use ", device, ": this build of Infini has no CUDA backend"));
+#endif
+}
+
 }  // namespace infini

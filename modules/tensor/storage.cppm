@@ -25,6 +25,9 @@ int cuda_device_count() noexcept;
 // Whether this build of Infini has the CUDA backend (it may still find no device).
 bool cuda_is_built() noexcept;
 bool cuda_is_available() noexcept;
+// The PCI bus id of CUDA `device` ("0000:1b:00.0"): one physical GPU, whatever index
+// CUDA_VISIBLE_DEVICES gives it in this process. DeviceError for a CPU or missing device.
+std::string cuda_pci_bus_id(Device device);
 // Waits until the work issued on `device` so far has finished (nothing to wait for on the
 // CPU), like torch.cuda.synchronize; a kernel's asynchronous fault is raised here.
 void synchronize(Device device);

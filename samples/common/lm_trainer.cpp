@@ -64,8 +64,8 @@ void add_train_flags(CLI::App& app, TrainFlags& f) {
   app.add_option("--shuffle", f.shuffle, "0: llm.c's sequential order, 1: sequences permuted per epoch")->check(boolean);
   app.add_option("--seed", f.seed, "initialisation, shuffling and sampling");
   app.add_option("--device", f.device,
-                 "cpu, or cuda: one process on the first GPU (not under mpirun with several ranks, nor with "
-                 "--tensor_parallel or --pipeline_parallel)")->check(CLI::IsMember({"cpu", "cuda"}));
+                 "cpu, or cuda: each rank on GPU (local rank mod the GPUs it sees); groups whose ranks have "
+                 "GPUs of their own use NCCL, others MPI through host memory (INFINI_BACKEND=nccl|mpi forces it)")->check(CLI::IsMember({"cpu", "cuda"}));
   app.add_option("--dtype", f.dtype,
                  "float32; bfloat16: on the CPU matrix products on bfloat16 operands (AMX-BF16 or AVX512-BF16), with "
                  "--device cuda autocast to bfloat16 (float32 master weights); float16: --device cuda only, autocast "
@@ -160,11 +160,7 @@ void prepare_run(const TrainFlags& f) {
     throw Error("train", "--export_llmc writes the model of a checkpoint: it needs --load DIR");
   if (f.threads > 0) omp_set_num_threads(f.threads);
   manual_seed(f.seed);
-  if (f.device == "cuda") {  // one process on cuda:0; --dtype bfloat16 / float16 autocast (forward_precision)
-    if (f.tensor_parallel > 1 || f.pipeline_parallel > 1)
-      throw Error("train", concat("--device cuda with --tensor_parallel ", f.tensor_parallel, " x --pipeline_parallel ",
-                                  f.pipeline_parallel, ": multi-process CUDA training is not supported yet; train on one "
-                                  "GPU without them, or use --device cpu"));
+  if (f.device == "cuda") {  // cuda:<local rank mod GPUs>; --dtype bfloat16 / float16 autocast (forward_precision)
     if (f.cuda_graph && (f.check_numerics || numerics::checking() || !f.dump_numerics.empty()))
       throw Error("train", "--cuda_graph 1 with --check_numerics 1 (or INFINI_CHECK_NUMERICS=1) or --dump_numerics: "
                            "they read outputs back to the host during the step, which a graph capture cannot; use "
@@ -228,9 +224,6 @@ std::int64_t resident_bytes() {
 std::string json_number(double value, const char* fmt = "%.7f") {
   return std::isfinite(value) ? format(fmt, value) : std::string("null");
 }
-
-// The device the model trains on (prepare_run checked that it exists).
-Device train_device(const TrainFlags& f) { return f.device == "cuda" ? Device::cuda(0) : Device::cpu(); }
 
 // Autocast for the forward passes of a --dtype bfloat16 / float16 run on CUDA (matrix
 // products and attention in 16 bits, norms, softmax and losses in float32, float32 master
@@ -328,6 +321,7 @@ struct Ranks {
   std::shared_ptr<parallel::ProcessGroup> world;  // null without a launcher
   parallel::Layout layout{1};
   parallel::ParallelGroups groups = {};
+  Device device = Device::cpu();  // the rank's GPU: cuda:<local rank mod the GPUs it sees>
   int rank = 0;
   bool main() const { return rank == 0; }
   // Whether this rank is in rank 0's model replica (validation, sampling and the whole-model
@@ -335,26 +329,40 @@ struct Ranks {
   bool main_replica() const { return groups.coord.dp == 0; }
 };
 
-Ranks join_world(const TrainFlags& f) {
-  if (f.device == "cuda" && parallel::launched_by_mpirun()) {  // the collectives are CPU-only: one rank at most
-    const int size = parallel::init_process_group()->size();
-    if (size > 1)
-      throw Error("train", concat("--device cuda under mpirun with ", size, " ranks: multi-process CUDA training is not ",
-                                  "supported yet; run one process (without mpirun), or use --device cpu"));
-    return {};
+// "world: mpi (ranks 0 and 1 share GPU ... through host memory), tp: nccl (...)": how
+// each group of this rank moves CUDA tensors.
+std::string cuda_backends(const parallel::ParallelGroups& g) {
+  std::string text;
+  const std::pair<const char*, const parallel::ProcessGroup*> groups[] = {
+      {"world", g.world.get()}, {"dp", g.dp.get()}, {"tp", g.tp.get()}, {"pp", g.pp.get()}};
+  for (const auto& [label, group] : groups) {
+    if (!group || group->size() == 1 || !group->cuda_backend()) continue;
+    const parallel::BackendChoice& choice = *group->cuda_backend();
+    text += concat(text.empty() ? "" : "; ", label, ": ", parallel::name(choice.backend), " (", choice.reason, ")");
   }
+  return text;
+}
+
+Ranks join_world(const TrainFlags& f) {
   if (!parallel::launched_by_mpirun()) {
     if (f.tensor_parallel * f.pipeline_parallel > 1)
       throw Error("train", concat("--tensor_parallel ", f.tensor_parallel, " x --pipeline_parallel ", f.pipeline_parallel,
                                   " needs that many ranks: launch with mpirun -np N (N a multiple of ",
                                   f.tensor_parallel * f.pipeline_parallel, ")"));
-    return {};
+    Ranks alone;
+    if (f.device == "cuda") alone.device = Device::cuda(0);
+    return alone;
   }
   auto world = parallel::init_process_group();
   Ranks ranks{.world = world,
               .layout = parallel::Layout(world->size(), f.tensor_parallel, f.pipeline_parallel, f.virtual_pipeline_parallel),
+              .device = f.device == "cuda" ? Device::cuda(parallel::local_rank() % cuda_device_count()) : Device::cpu(),
               .rank = world->rank()};
+  // Binding the world first binds every group split from it: each chooses NCCL or MPI now.
+  if (ranks.device.is_cuda()) world->set_device(ranks.device);
   ranks.groups = parallel::make_parallel_groups(ranks.layout, world);
+  if (const std::string backends = cuda_backends(ranks.groups); ranks.main() && !backends.empty())
+    std::printf("CUDA tensors between ranks: %s\n", backends.c_str());
   return ranks;
 }
 
@@ -487,7 +495,7 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
     }
     return staged_model(*built);
   };
-  const Device device = train_device(f);
+  const Device device = ranks.device;
   const bool autocast = device.is_cuda() && f.dtype != "float32";
   parallel::TrainingPlan plan(layout, ranks.groups, build,
                               {.zero_stage = zero ? f.zero_stage : 0,

@@ -47,5 +47,40 @@ TEST(TensorMessages, CarryDtypeAndShape) {
   EXPECT_THROW(send_tensor(*pg, zeros({1, 1, 1, 1, 1, 1, 1, 1, 1}), next, 1), ShapeError);
 }
 
+// What a receiver refuses before posting the data receive: a header that is not one, and a
+// CUDA tensor (header field 1) for a group not bound to a GPU. Headers made by hand: int64
+// [dtype, on CUDA, dims, 8 sizes].
+TEST(TensorMessages, RefuseBadHeadersAndCudaTensorsOnUnboundGroups) {
+  auto pg = world();
+  if (pg->size() < 2) GTEST_SKIP() << "needs 2 ranks (a rank does not send to itself)";
+  const int S = pg->size(), r = pg->rank(), next = (r + 1) % S, previous = (r + S - 1) % S;
+  const auto header = [](std::int64_t on_cuda) {
+    std::vector<std::int64_t> h(11, 0);
+    h[0] = static_cast<std::int64_t>(kFloat32);
+    h[1] = on_cuda;
+    h[2] = 1;
+    h[3] = 4;
+    return from_vector(h, {11});
+  };
+  TensorReceive bad(*pg, previous, 7), cuda(*pg, previous, 8);
+  Work sent = when_all({pg->send(header(2), next, 7), pg->send(header(1), next, 8)});
+  try {
+    bad.wait();
+    ADD_FAILURE() << "a header with device kind 2 was read";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), concat("TensorReceive: a message header from rank ", previous, " with tag 7 names "
+                                            "dtype ", static_cast<int>(kFloat32), ", device kind 2 and 1 dims: not a "
+                                            "send_tensor message"));
+  }
+  try {
+    cuda.wait();
+    ADD_FAILURE() << "a CUDA tensor was received on a group without a GPU";
+  } catch (const DeviceError& e) {
+    EXPECT_EQ(std::string(e.what()), concat("TensorReceive: rank ", previous, " sent a CUDA tensor with tag 8, but group "
+                                            "'world' is not bound to a CUDA device on this rank"));
+  }
+  sent.wait();
+}
+
 }  // namespace
 }  // namespace infini::parallel::test::tensor_messages_test

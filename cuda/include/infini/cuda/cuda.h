@@ -19,6 +19,9 @@ enum class ElementType : std::uint8_t { Bool, U8, I8, I16, I32, I64, F16, BF16, 
 
 // Number of usable devices; 0 when there is no driver or no GPU (never throws).
 int device_count() noexcept;
+// The PCI bus id of `device` ("0000:1b:00.0"): one physical GPU, whatever numbering
+// CUDA_VISIBLE_DEVICES gives it in this process.
+std::string pci_bus_id(int device);
 
 // Raw device memory. malloc(0) returns nullptr.
 void* malloc(std::size_t bytes, int device);

@@ -1,10 +1,12 @@
 // Plain C++ interface to NCCL for infini.parallel's NCCL backend (no modules, no CUDA or
 // NCCL headers). Compiled by nvcc in cuda/src/nccl.cu.
 //
-// A Communicator is nonblocking (ncclConfig_t.blocking = 0) and owns one CUDA stream
-// created with default flags, so it is ordered after work on the legacy default stream
-// (where Infini's CUDA kernels run). Every call is enqueued on that stream in program
-// order; completion is observed through events (record_event / event_done).
+// A Communicator is nonblocking (ncclConfig_t.blocking = 0) and owns one nonblocking CUDA
+// stream, so its transfers run beside the kernels of the legacy default stream (where
+// Infini's kernels run). Before each call the stream waits, on the GPU, for an event
+// recorded on the default stream: a call reads what the kernels issued before it wrote.
+// Every call is enqueued on that stream in program order; completion is observed through
+// events (record_event / event_done), and the caller keeps the buffers alive until then.
 // Errors throw infini::cuda::CudaError with NCCL's or CUDA's error text.
 #pragma once
 
