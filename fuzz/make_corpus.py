@@ -205,6 +205,8 @@ write("trace_merge", "invalid_overlap", pieces(trace(0, [op]), HEADER + b"]}\n")
 write("trace_merge", "invalid_junk", pieces(trace(0, [op]), HEADER + b"junk" + FOOTER))
 # Found by trace_merge_fuzz: a NUL byte ended the JSON check's input, "]" passed as no events.
 write("trace_merge", "invalid_nul", pieces(trace(0, [op]), HEADER + b"]\0\0\0{\"ph\": 1}" + FOOTER))
+# Found by trace_merge_fuzz: no events at all were merged as ",\n" + nothing, a trailing comma.
+write("trace_merge", "invalid_empty_events", pieces(trace(0, [op]), HEADER + FOOTER))
 
 # ---- the trainers' command line: arguments separated by NUL bytes ----
 reset("cli")

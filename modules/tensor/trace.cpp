@@ -110,13 +110,15 @@ void merge_chrome_files(const std::vector<std::filesystem::path>& inputs, const 
     std::ifstream in(inputs[i], std::ios::binary);
     if (!in) throw IOError("trace", "cannot read " + inputs[i].string());
     const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    // Header and footer apart (they share a newline) around events that are JSON values: the
-    // merged file is valid JSON whatever the inputs held. The JSON parser stops at a NUL byte,
-    // which write_chrome_file never writes (json_escape), so one is refused first.
+    // Header and footer apart (they share a newline) around at least one event (the process
+    // name write_chrome_file always writes: no empty list to leave a stray comma) of JSON
+    // values: the merged file is valid JSON whatever the inputs held. The JSON parser stops at
+    // a NUL byte, which write_chrome_file never writes (json_escape), so one is refused first.
     const bool framed = text.size() >= kHeader.size() + kFooter.size() && text.starts_with(kHeader) &&
                         text.ends_with(kFooter);
     const std::string events = framed ? text.substr(kHeader.size(), text.size() - kHeader.size() - kFooter.size()) : "";
-    if (!framed || events.find('\0') != std::string::npos || !nlohmann::json::accept("[" + events + "]"))
+    if (!framed || events.find_first_not_of(" \t\r\n") == std::string::npos || events.find('\0') != std::string::npos ||
+        !nlohmann::json::accept("[" + events + "]"))
       throw IOError("trace", inputs[i].string() + " is not a trace file written by write_chrome_file");
     if (i > 0) merged += ",\n";
     merged += events;

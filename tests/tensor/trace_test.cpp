@@ -84,7 +84,11 @@ TEST(Trace, ChromeFilesMergeWithTheirPidsAndEscapedNames) {
   // A NUL byte ends the JSON parser's input: "]\0{...}" once passed as an empty list (found by
   // trace_merge_fuzz).
   std::ofstream(dir / "nul.json", std::ios::binary) << header << std::string("]\0{\"ph\": 1}", 11) << "\n]}\n";
-  for (const char* name : {"overlap.json", "junk.json", "nul.json"}) {
+  // No events at all (not even the process name) once merged as ",\n" + nothing: a trailing
+  // comma (found by trace_merge_fuzz).
+  std::ofstream(dir / "empty.json") << header << "\n]}\n";
+  std::ofstream(dir / "blank.json") << header << " \n\n]}\n";
+  for (const char* name : {"overlap.json", "junk.json", "nul.json", "empty.json", "blank.json"}) {
     try {
       trace::merge_chrome_files({dir / "rank_0.json", dir / name}, dir / "bad.json");
       ADD_FAILURE() << name << " was merged";
