@@ -642,7 +642,7 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
   Generator sample_rng(f.seed);
   // The tokens fed to generation go to the model's device.
   const CachedLogitsFn sample_logits = [&lm, &f, pipeline, device](const Tensor& tokens, nn::KVCache& cache) {
-    if (pipeline) return pipeline->logits(tokens);  // the whole window each time (no cache)
+    if (pipeline) return pipeline->logits(tokens).to(kFloat32);  // the whole window each time (no cache)
     const auto autocast = forward_precision(f);
     return lm.logits_cached(tokens.to(device), cache).to(kFloat32);
   };
