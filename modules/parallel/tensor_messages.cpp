@@ -36,7 +36,8 @@ Tensor TensorReceive::start_data() {
   if (h[0] < 0 || h[0] >= kDataTypeCount || (h[1] != 0 && h[1] != 1) || h[2] < 0 || h[2] > kMaxMessageDims)
     throw Error("TensorReceive", concat("a message header from rank ", peer_, " with tag ", tag_, " names dtype ", h[0],
                                         ", device kind ", h[1], " and ", h[2], " dims: not a send_tensor message"));
-  // A CUDA tensor arrives on this rank's GPU: the group's device (a CUDA send needs a bound group).
+  // A CUDA tensor arrives on this rank's GPU, the device the group is bound to (an unbound
+  // group knows none).
   const std::optional<Device> bound = group_->device();
   if (h[1] == 1 && !(bound && bound->is_cuda()))
     throw DeviceError("TensorReceive", concat("rank ", peer_, " sent a CUDA tensor with tag ", tag_, ", but group '",

@@ -65,7 +65,8 @@ void add_train_flags(CLI::App& app, TrainFlags& f) {
   app.add_option("--seed", f.seed, "initialisation, shuffling and sampling");
   app.add_option("--device", f.device,
                  "cpu, or cuda: each rank on GPU (local rank mod the GPUs it sees); groups whose ranks have "
-                 "GPUs of their own use NCCL, others MPI through host memory (INFINI_BACKEND=nccl|mpi forces it)")->check(CLI::IsMember({"cpu", "cuda"}));
+                 "GPUs of their own use NCCL, others MPI through host memory (INFINI_BACKEND=nccl|mpi forces it)")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
   app.add_option("--dtype", f.dtype,
                  "float32; bfloat16: on the CPU matrix products on bfloat16 operands (AMX-BF16 or AVX512-BF16), with "
                  "--device cuda autocast to bfloat16 (float32 master weights); float16: --device cuda only, autocast "

@@ -69,7 +69,7 @@ void write_checkpoint(const std::filesystem::path& path, samples::ModelFormat fo
 int main(int argc, char** argv) {
   ModelFlags m;
   samples::TrainFlags f;
-  CLI::App app{"Trains GPT-2 (llm.c's model and file formats) on the CPU or one CUDA GPU (--device cuda)."};
+  CLI::App app{"Trains GPT-2 (llm.c's model and file formats) on the CPU or CUDA GPUs (--device cuda), one process or mpirun's ranks."};
   app.add_option("--llmc_filepath", m.llmc_filepath, "start from this llm.c GPT-2 checkpoint");
   app.add_option("--hf_model", m.hf_model,
                  "start from this Hugging Face GPT-2 directory (config.json, model.safetensors or shards)");
