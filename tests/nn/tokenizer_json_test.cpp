@@ -189,6 +189,20 @@ TEST_F(SmallTokenizerJson, IgnoreMergesTakesWholePiecesFromTheVocabulary) {
   EXPECT_EQ(whole.encode("AB'S 1234"), (Ids{'A', 'B', '\'', 'S', ' ', '1', '2', '3', '4'}));
 }
 
+// A pattern that can match nothing (\p{N}{0,3} matches empty before a letter): empty matches
+// give no piece and the search goes on a character later, as tokenizers' find_iter; what no
+// match took is one piece. Such a pattern once looped forever (found by tokenizer_json_fuzz).
+TEST_F(SmallTokenizerJson, EmptyMatchesGiveNoPiece) {
+  json empty_matches = small_tokenizer(true);
+  empty_matches["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = R"(\p{N}{0,3}|\p{L}+)";
+  const Tokenizer tok = load(empty_matches);
+  // "abc " (no match took it: the empty number match wins at each letter) is not a whole
+  // token: merged to a, bc, space; then "12", "x", "3".
+  EXPECT_EQ(tok.encode("abc 12x3"), (Ids{'a', 256, ' ', '1', '2', 'x', '3'}));
+  const std::string text = "\xC3\xA9t\xC3\xA9 42 \xFF!";  // two-byte letters and an invalid byte
+  EXPECT_EQ(tok.decode(tok.encode(text)), text);
+}
+
 TEST_F(SmallTokenizerJson, AddedTokensLongestFirstAndBosFromTheTemplate) {
   const Tokenizer tok = load(small_tokenizer(true));
   EXPECT_EQ(tok.encode_with_special("a<|xy|>b<|x|><|x|"), (Ids{'a', 260, 'b', 259, '<', '|', 'x', '|'}));

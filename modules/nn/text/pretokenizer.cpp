@@ -34,6 +34,13 @@ struct MatchDataFree {
   void operator()(pcre2_match_data* data) const { pcre2_match_data_free(data); }
 };
 
+// The bytes of the UTF-8 character starting at text[i] (1 for a byte that starts none).
+std::size_t utf8_length(std::string_view text, std::size_t i) {
+  const auto c = static_cast<unsigned char>(text[i]);
+  const std::size_t n = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+  return std::min(n, text.size() - i);
+}
+
 }  // namespace
 
 struct Pretokenizer::Impl {
@@ -93,19 +100,23 @@ void Pretokenizer::split(const char* op, std::string_view text,
   const std::unique_ptr<pcre2_match_data, MatchDataFree> match(pcre2_match_data_create_from_pattern(impl_->code, nullptr));
   if (!match) throw Error(op, "PCRE2 cannot allocate its match data (out of memory)");
   const auto subject = reinterpret_cast<PCRE2_SPTR>(text.data());
-  std::size_t at = 0;
-  while (at < text.size()) {
-    const int rc = pcre2_match(impl_->code, subject, text.size(), at, 0, match.get(), nullptr);
-    if (rc == PCRE2_ERROR_NOMATCH) {
-      piece(text.substr(at));  // invalid UTF-8 up to the end
-      return;
-    }
-    if (rc < 0) throw Error(op, concat("PCRE2 failed to match at byte ", at, " of ", text.size(), ": ", pcre2_message(rc)));
+  std::size_t at = 0;      // the first byte not yet given out
+  std::size_t search = 0;  // where the next match may start
+  while (search < text.size()) {
+    const int rc = pcre2_match(impl_->code, subject, text.size(), search, 0, match.get(), nullptr);
+    if (rc == PCRE2_ERROR_NOMATCH) break;
+    if (rc < 0)
+      throw Error(op, concat("PCRE2 failed to match at byte ", search, " of ", text.size(), ": ", pcre2_message(rc)));
     const PCRE2_SIZE* range = pcre2_get_ovector_pointer(match.get());
-    if (range[0] > at) piece(text.substr(at, range[0] - at));  // invalid UTF-8 before the match
-    piece(text.substr(range[0], range[1] - range[0]));       // never empty: every alternative takes a character
-    at = range[1];
+    if (range[0] == range[1]) {  // an empty match (a pattern like \p{N}{0,3}) gives no piece:
+      search = range[0] + utf8_length(text, range[0]);  // as tokenizers' find_iter, a character on
+      continue;
+    }
+    if (range[0] > at) piece(text.substr(at, range[0] - at));  // what no match took (invalid UTF-8, ...)
+    piece(text.substr(range[0], range[1] - range[0]));
+    at = search = range[1];
   }
+  if (at < text.size()) piece(text.substr(at));
 }
 
 }  // namespace infini::text::detail
