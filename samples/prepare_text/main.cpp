@@ -1,13 +1,17 @@
 // Tokenizes a text file with GPT-2's tokenizer, or a Hugging Face tokenizer.json (--tokenizer:
-// LLaMA-3's, for example), into llm.c's files:
+// LLaMA-3's or Qwen3's, for example), into llm.c's files:
 //   build/release/bin/prepare_text --input moby-dick.txt --out_dir data/moby [--val_fraction 0.1]
 //                                  [--compact_vocab] [--tokenizer DIR_OR_TOKENIZER_JSON]
+//                                  [--special_tokens 0|1]
 // writes DIR/train.bin and DIR/val.bin (llm.c token files, uint16), DIR/tokenizer.bin (llm.c
 // tokenizer file, version 2) and DIR/stats.json ({"train_tokens", "val_tokens", "vocab_size",
 // "unigram_entropy_nats"}: the entropy of the training tokens' frequencies, the loss of a
 // model that ignores context). The text is one document: the tokenizer's document token first
 // (GPT-2's <|endoftext|>, LLaMA-3's <|begin_of_text|>), then its tokens; token files are
-// LLaMA-3's (uint32) for vocabularies over 65,536 tokens. The last val_fraction of the tokens is the validation split. With --compact_vocab
+// LLaMA-3's (uint32) for vocabularies over 65,536 tokens. Added tokens in the text
+// (<|endoftext|>, <|im_start|>, ...) are ordinary text unless --special_tokens 1 makes each
+// its token (chat data: Qwen3's "<|im_start|>user\n...<|im_end|>"). The last val_fraction of
+// the tokens is the validation split. With --compact_vocab
 // the GPT-2 ids that occur are renumbered 0, 1, ... in increasing order and tokenizer.bin
 // holds just them: a model's vocabulary is then the text's own (same tokens, same entropy,
 // no output columns for tokens that never occur).
@@ -78,7 +82,7 @@ double unigram_entropy(std::span<const std::uint32_t> tokens) {
 int main(int argc, char** argv) {
   std::string input, out_dir, encoder_dir = default_encoder_dir().string(), tokenizer_path;
   double val_fraction = 0.1;
-  bool compact_vocab = false;
+  bool compact_vocab = false, special_tokens = false;
   CLI::App app{"Tokenizes a text file with GPT-2's or a Hugging Face tokenizer into llm.c's token and tokenizer files."};
   app.add_option("--input", input, "UTF-8 text file")->required();
   app.add_option("--out_dir", out_dir, "where train.bin, val.bin, tokenizer.bin and stats.json go")->required();
@@ -89,6 +93,9 @@ int main(int argc, char** argv) {
   app.add_option("--tokenizer", tokenizer_path, "Hugging Face tokenizer.json, or a model directory holding one")
       ->excludes(encoder);
   app.add_flag("--compact_vocab", compact_vocab, "renumber the tokens that occur 0, 1, ... (a vocabulary of the text's own)");
+  app.add_option("--special_tokens", special_tokens,
+                 "1: each added token's text (<|endoftext|>, <|im_start|>, ...) becomes that token; 0: it is ordinary text")
+      ->check(CLI::IsMember({"0", "1", "false", "true"}));
   CLI11_PARSE(app, argc, argv);
 
   try {
@@ -97,7 +104,9 @@ int main(int argc, char** argv) {
             ? text::Tokenizer::from_gpt2_files(fs::path(encoder_dir) / "encoder.json", fs::path(encoder_dir) / "vocab.bpe")
             : text::Tokenizer::from_pretrained(tokenizer_path);
     std::vector<std::uint32_t> tokens = {static_cast<std::uint32_t>(tokenizer.document_token())};
-    for (const std::int64_t id : tokenizer.encode(read_text(input))) tokens.push_back(static_cast<std::uint32_t>(id));
+    const std::string text = read_text(input);
+    for (const std::int64_t id : special_tokens ? tokenizer.encode_with_special(text) : tokenizer.encode(text))
+      tokens.push_back(static_cast<std::uint32_t>(id));
     // vocabulary[new id] = GPT-2 id
     std::vector<std::int64_t> vocabulary;
     if (compact_vocab) {

@@ -3,7 +3,8 @@
 // GPT-2's ids from gpt-3-encoder
 // (a port of OpenAI's encoder.py), both run by tokenizer/reference.mjs on tokenizer/texts.json
 // (skipped when scripts/fetch_data has not fetched them); a small hand-built tokenizer.json for
-// ignore_merges, added tokens and every kind of rejected file.
+// ignore_merges, added tokens, the NFC normalizer and every kind of rejected file. Qwen3's
+// tokenizer.json: qwen3_tokenizer_test.cpp.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -224,6 +225,32 @@ TEST_F(SmallTokenizerJson, AddedTokensLongestFirstAndBosFromTheTemplate) {
                       "names no begin- or end-of-text token");
 }
 
+// The normalizer NFC (Qwen's), alone or in a Sequence: canonically equivalent spellings give
+// the same ids. Added tokens are matched in the text as given, the text between them is
+// normalized on its own; bytes that are not UTF-8 stay as they are.
+TEST_F(SmallTokenizerJson, NfcNormalizerComposesBeforeSplitting) {
+  const std::string decomposed = "e\xcc\x81";  // "e" + U+0301 COMBINING ACUTE ACCENT
+  const std::string composed = "\xc3\xa9";     // U+00E9
+  const Tokenizer plain = load(small_tokenizer(true));
+  EXPECT_EQ(plain.encode(decomposed), (Ids{'e', 0xcc, 0x81}));  // pieces "e" (a letter), U+0301 (a mark)
+  EXPECT_EQ(plain.encode(composed), (Ids{0xc3, 0xa9}));
+  for (const json& normalizer :
+       {json{{"type", "NFC"}}, json{{"type", "Sequence"}, {"normalizers", json::array({json{{"type", "NFC"}}})}}}) {
+    SCOPED_TRACE(normalizer.dump());
+    json nfc = small_tokenizer(true);
+    nfc["normalizer"] = normalizer;
+    const Tokenizer tok = load(nfc);
+    EXPECT_EQ(tok.encode(decomposed), (Ids{0xc3, 0xa9}));
+    EXPECT_EQ(tok.encode(composed), (Ids{0xc3, 0xa9}));
+    EXPECT_EQ(tok.encode("abc"), (Ids{257}));
+    EXPECT_EQ(tok.encode_with_special(decomposed + "<|x|>" + decomposed), (Ids{0xc3, 0xa9, 259, 0xc3, 0xa9}));
+    EXPECT_EQ(tok.decode(tok.encode("\xff" + decomposed + "\xcc")), "\xff" + composed + "\xcc");
+  }
+  json empty = small_tokenizer(true);
+  empty["normalizer"] = {{"type", "Sequence"}, {"normalizers", json::array()}};
+  EXPECT_EQ(load(empty).encode(decomposed), (Ids{'e', 0xcc, 0x81}));
+}
+
 TEST_F(SmallTokenizerJson, RejectsWhatItCannotTokenizeTheSameWay) {
   expect_error<IOError>([&] { Tokenizer::from_pretrained(dir_ / "none.json"); }, kLoad, {"none.json", "cannot open"});
   write(dir_ / "tokenizer.json", "{\"model\": ");
@@ -236,7 +263,15 @@ TEST_F(SmallTokenizerJson, RejectsWhatItCannotTokenizeTheSameWay) {
     t[json::json_pointer(pointer)] = std::move(value);
     return t;
   };
-  expect_rejected(with("/normalizer", {{"type", "NFC"}}), "normalizer '{\"type\":\"NFC\"}' is not supported");
+  expect_rejected(with("/normalizer", {{"type", "NFKC"}}),
+                  "normalizer 'NFKC' is not supported: expected NFC, a Sequence of NFC, or null");
+  expect_rejected(with("/normalizer", "NFC"), "normalizer '\"NFC\"' is not supported");
+  expect_rejected(with("/normalizer", {{"type", "Sequence"},
+                                       {"normalizers", json::array({json{{"type", "NFC"}}, json{{"type", "Lowercase"}}})}}),
+                  "normalizer.normalizers[1] 'Lowercase' is not supported");
+  json normalized = with("/normalizer", {{"type", "NFC"}});
+  normalized["added_tokens"][1]["normalized"] = true;
+  expect_rejected(normalized, "added_tokens[1] '<|xy|>': \"normalized\": true (matched in normalized text) is not supported");
   expect_rejected(with("/pre_tokenizer", {{"type", "Whitespace"}}), "pre_tokenizer 'Whitespace' is not supported");
   expect_rejected(with("/pre_tokenizer/pretokenizers/0/behavior", "Removed"), "only the Split behavior \"Isolated\"");
   expect_rejected(with("/pre_tokenizer/pretokenizers/1/add_prefix_space", true), "add_prefix_space is not supported");

@@ -1,8 +1,9 @@
 // The parts of the byte-level BPE tokenizer (tokenizer.cppm), internal to infini.nn: nothing
 // here is exported. The vocabulary and what both file formats share (bpe_vocab.cpp), OpenAI's
-// GPT-2 files (gpt2_vocab.cpp), Hugging Face's tokenizer.json (tokenizer_json.cpp), the
-// pre-tokenizer regex (pretokenizer.cpp: PCRE2 stays behind its Impl so this file needs no
-// PCRE2 header) and the BPE merge loop with its cache (bpe.cpp).
+// GPT-2 files (gpt2_vocab.cpp), Hugging Face's tokenizer.json (tokenizer_json.cpp), the NFC
+// normalizer (normalizer.cpp: utf8proc), the pre-tokenizer regex (pretokenizer.cpp: PCRE2
+// stays behind its Impl so this file needs no PCRE2 header) and the BPE merge loop with its
+// cache (bpe.cpp).
 export module infini.nn:bpe;
 import infini.std;
 
@@ -62,6 +63,9 @@ struct BpeVocab {
   StringMap<std::int32_t> whole_pieces;
   std::optional<std::int32_t> bos, eos;  // begin / end of text, when the files name them
   std::string pattern;                   // the pre-tokenizer regex (Pretokenizer)
+  // tokenizer.json's normalizer NFC (Qwen): text is NFC-normalized (nfc()) before it is split,
+  // after added tokens are matched (they are matched in the text as given).
+  bool normalize_nfc = false;
 };
 
 // Builds the BPE part of a vocabulary from token strings (byte_characters() spelling) -> ids:
@@ -86,6 +90,12 @@ BpeVocab load_gpt2_vocab(const char* op, const std::filesystem::path& encoder_js
 // Tokenizer::from_pretrained).
 BpeVocab load_tokenizer_json(const char* op, const std::filesystem::path& tokenizer_json,
                              const std::optional<std::filesystem::path>& tokenizer_config);
+
+// Unicode NFC of `text` (utf8proc): "e" + U+0301 becomes U+00E9 ("é"). Any bytes are taken:
+// those that are not valid UTF-8 are kept as they are, and the valid runs between them are
+// normalized each on its own. ASCII text is returned unchanged. Error from `op` when utf8proc
+// fails (out of memory).
+std::string nfc(const char* op, std::string_view text);
 
 // GPT-2's pre-tokenizer regex (tokenizers' ByteLevel pre-tokenizer with use_regex):
 //   's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+

@@ -1,5 +1,6 @@
-// Tokenizer (see tokenizer.cppm): pieces from the pre-tokenizer, ids from the vocabulary
-// (ignore_merges), the cache or the merge loop; decoding concatenates the tokens' bytes.
+// Tokenizer (see tokenizer.cppm): the text NFC-normalized when the vocabulary says so, pieces
+// from the pre-tokenizer, ids from the vocabulary (ignore_merges), the cache or the merge loop;
+// decoding concatenates the tokens' bytes.
 module;
 #include <cstddef>
 #include <cstdint>
@@ -25,6 +26,8 @@ Tokenizer Tokenizer::from_pretrained(const std::filesystem::path& path) {
 
 std::vector<std::int64_t> Tokenizer::encode(std::string_view text) const {
   const detail::BpeVocab& vocab = state_->vocab;
+  std::string normalized;  // Qwen's NFC: "e" + U+0301 gives the ids of U+00E9
+  if (vocab.normalize_nfc) text = normalized = detail::nfc("Tokenizer::encode", text);
   std::vector<std::int64_t> ids;
   ids.reserve(text.size() / 4);
   state_->pretokenizer.split("Tokenizer::encode", text, [&](std::string_view piece) {
@@ -62,6 +65,10 @@ std::vector<std::int64_t> Tokenizer::encode_with_special(std::string_view text) 
   const std::vector<std::int64_t> rest = encode(text.substr(done));
   ids.insert(ids.end(), rest.begin(), rest.end());
   return ids;
+}
+
+std::string Tokenizer::normalize(std::string_view text) const {
+  return state_->vocab.normalize_nfc ? detail::nfc("Tokenizer::normalize", text) : std::string(text);
 }
 
 std::string Tokenizer::decode(std::span<const std::int64_t> ids) const {

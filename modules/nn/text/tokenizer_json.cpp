@@ -1,11 +1,13 @@
-// Hugging Face tokenizers' tokenizer.json, for byte-level BPE models (GPT-2, LLaMA-3):
+// Hugging Face tokenizers' tokenizer.json, for byte-level BPE models (GPT-2, LLaMA-3, Qwen):
 //   model          {"type": "BPE", "vocab": {token: id}, "merges": ["left right" | [left, right]],
 //                   "ignore_merges"?}: token strings spelled with byte_characters()
 //   pre_tokenizer  ByteLevel with use_regex (GPT-2's pattern), or Sequence [Split {Regex,
-//                  "Isolated"}, ByteLevel without use_regex] (LLaMA-3)
-//   added_tokens   [{"id", "content", ...}]: raw text, matched before pre-tokenization
-//   normalizer null; decoder null or ByteLevel; post_processor only read for its BOS token.
-// What else tokenizers can describe (normalizers, other models, byte fallback, dropout,
+//                  "Isolated"}, ByteLevel without use_regex] (LLaMA-3, Qwen)
+//   added_tokens   [{"id", "content", ...}]: raw text, matched before normalization and
+//                  pre-tokenization
+//   normalizer     null, NFC or a Sequence of NFC (Qwen)
+//   decoder null or ByteLevel; post_processor only read for its BOS token.
+// What else tokenizers can describe (other normalizers, other models, byte fallback, dropout,
 // prefix spaces) is refused by name rather than tokenized differently.
 module;
 #include <cstddef>
@@ -133,7 +135,9 @@ class Reader {
     }
   }
 
-  std::vector<AddedToken> added_tokens(const json& root) const {
+  // With a normalizer, added tokens must be matched in the text as given ("normalized":
+  // false, as Qwen's are): those matched in normalized text are refused.
+  std::vector<AddedToken> added_tokens(const json& root, bool normalizing) const {
     std::vector<AddedToken> added;
     const json* list = get(root, "added_tokens");
     if (!list) return added;
@@ -144,6 +148,8 @@ class Reader {
       if (!token.is_object() || !get(token, "id")) fail(concat(where, " must be an object with an id and a content"));
       std::string content = string(token, "content", where);
       if (content.empty()) fail(concat(where, ".content is empty"));
+      if (normalizing && flag(token, "normalized", false, where))
+        fail(concat(where, " ", quote(content), ": \"normalized\": true (matched in normalized text) is not supported"));
       added.push_back({std::move(content), static_cast<std::int32_t>(id(token["id"], where + ".id"))});
     }
     return added;
@@ -156,9 +162,24 @@ class Reader {
       fail(concat("decoder ", quote(infini::detail::json_text(*d)), " is not supported: expected ByteLevel (or null)"));
   }
 
-  void normalizer(const json& root) const {
-    if (const json* n = get(root, "normalizer"))
-      fail(concat("normalizer ", quote(infini::detail::json_text(*n)), " is not supported: byte-level BPE models take none (null)"));
+  // True for NFC (Qwen), alone or in a Sequence; false for none (null, absent or an empty
+  // Sequence). Any other normalizer changes text in ways not implemented here: refused.
+  bool normalizer(const json& root) const {
+    const json* n = get(root, "normalizer");
+    if (!n) return false;
+    auto name = [](const json& step) {
+      const json* type = step.is_object() ? get(step, "type") : nullptr;
+      return type && type->is_string() ? type->get<std::string>() : infini::detail::json_text(step);
+    };
+    auto refuse = [&](const std::string& where, const json& step) {
+      fail(concat(where, " ", quote(name(step)), " is not supported: expected NFC, a Sequence of NFC, or null"));
+    };
+    if (name(*n) == "NFC") return true;
+    const json* steps = n->is_object() ? get(*n, "normalizers") : nullptr;
+    if (name(*n) != "Sequence" || !steps || !steps->is_array()) refuse("normalizer", *n);
+    for (std::size_t i = 0; i < steps->size(); ++i)
+      if (name((*steps)[i]) != "NFC") refuse(concat("normalizer.normalizers[", i, "]"), (*steps)[i]);
+    return !steps->empty();
   }
 
   // The first SpecialToken of post_processor's single template (TemplateProcessing, alone or
@@ -216,13 +237,13 @@ BpeVocab load_tokenizer_json(const char* op, const std::filesystem::path& tokeni
   const Reader reader(op, where);
   const json root = reader.parse(tokenizer_json);
   BpeVocab vocab;
-  reader.normalizer(root);
+  vocab.normalize_nfc = reader.normalizer(root);
   reader.decoder(root);
   vocab.pattern = reader.pattern(root);
   std::unordered_map<std::string, std::int64_t> ids;
   std::vector<std::pair<std::string, std::string>> merges;
   reader.model(root, vocab, ids, merges);
-  vocab.added = reader.added_tokens(root);
+  vocab.added = reader.added_tokens(root, vocab.normalize_nfc);
 
   // Ids run 0..size-1 over the BPE vocabulary and the added tokens together.
   std::int64_t size = 0;
