@@ -35,6 +35,7 @@ export import :model_part;
 export import :causal_lm;
 export import :gpt2;
 export import :llama3;
+export import :qwen3;
 export import :state_entries;
 export import :optimizer;
 export import :fused_update;
@@ -50,7 +51,9 @@ export import :llmc_tokenizer;
 export import :tokenizer;
 export import :lora;
 export import :pretrained;
+export import :model_family;
 import :safetensors_header;  // internal to the safetensors reader and writer
 import :layer_errors;  // internal to the layers' forward
 import :spatial_options;  // internal to the conv and pooling layers
 import :llmc_detail;  // internal to llm.c's file readers and writers
+import :hf_directory;  // internal to the Hugging Face mappings

@@ -39,6 +39,10 @@ void TensorParallel::sequence_parallel_layer(const nn::Module& layer) {
   for (const Tensor& p : layer.parameters()) sequence_partial_.push_back(p);
 }
 
+void TensorParallel::per_head_layer(const nn::Module& layer) {
+  for (const Tensor& p : layer.parameters()) head_partial_.push_back(p);
+}
+
 void TensorParallel::add_parameter(const Tensor& param, nn::ShardSpec spec, bool sequence_partial) {
   if (spec.sharded()) record_shard(param, std::move(spec));
   if (sequence_partial) sequence_partial_.push_back(param);
@@ -96,24 +100,25 @@ void TensorParallel::sum_over_ranks(std::vector<Tensor> grads) const {
   }
 }
 
-bool TensorParallel::is_sequence_partial(const Tensor& param) const {
-  return std::ranges::any_of(sequence_partial_, [&](const Tensor& p) { return p.is_same(param); });
+bool TensorParallel::is_partial(const Tensor& param) const {
+  const auto same = [&](const Tensor& p) { return p.is_same(param); };
+  return (sequence_parallel_ && std::ranges::any_of(sequence_partial_, same)) || std::ranges::any_of(head_partial_, same);
 }
 
-void TensorParallel::reduce_sequence_parallel_grads() {
-  if (!sequence_parallel_ || size() == 1) return;
+void TensorParallel::reduce_partial_grads() {
+  if (size() == 1) return;
   std::vector<Tensor> grads;
-  for (const Tensor& p : sequence_partial_)
-    if (p.grad().defined()) grads.push_back(p.grad());
+  for (const auto* list : {&sequence_partial_, &head_partial_})
+    for (const Tensor& p : *list)
+      if (is_partial(p) && p.grad().defined()) grads.push_back(p.grad());
   sum_over_ranks(std::move(grads));
 }
 
-void TensorParallel::reduce_sequence_parallel_grads(const Reducer& reducer) {
-  if (!sequence_parallel_ || size() == 1) return;
+void TensorParallel::reduce_partial_grads(const Reducer& reducer) {
+  if (size() == 1) return;
   std::vector<Tensor> grads;
   for (std::size_t k = 0; k < reducer.shard_pieces().size(); ++k)
-    if (is_sequence_partial(reducer.parameters().at(reducer.shard_owners()[k])) &&
-        reducer.shard_pieces()[k].grad().defined())
+    if (is_partial(reducer.parameters().at(reducer.shard_owners()[k])) && reducer.shard_pieces()[k].grad().defined())
       grads.push_back(reducer.shard_pieces()[k].grad());
   sum_over_ranks(std::move(grads));
 }

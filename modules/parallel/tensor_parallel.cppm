@@ -6,10 +6,10 @@
 //   auto tp = std::make_shared<parallel::TensorParallel>(groups.tp, /*sequence_parallel=*/true);
 //   nn::GPT2 model(config, tp);
 //   model->load_llmc_tensors(whole->llmc_tensors());  // the single-process weights, sharded
-//   ... loss.backward(); tp->reduce_sequence_parallel_grads(); tp->grad_norm(params) ...
+//   ... loss.backward(); tp->reduce_partial_grads(); tp->grad_norm(params) ...
 //
 // Under ZeRO-1 (a Reducer with shard_gradients over the data-parallel group) the optimizer
-// holds this rank's pieces of the averaged gradients: the sequence-parallel sums take the
+// holds this rank's pieces of the averaged gradients: the partial-gradient sums take the
 // reducer.
 export module infini.parallel:tensor_parallel;
 import infini.std;
@@ -37,6 +37,7 @@ class TensorParallel : public nn::TensorParallelLayers, public std::enable_share
   std::shared_ptr<nn::LinearImpl> row_linear(std::int64_t in, std::int64_t out, bool bias) override;
   std::shared_ptr<nn::EmbeddingImpl> vocab_embedding(std::int64_t num_embeddings, std::int64_t dim) override;
   void sequence_parallel_layer(const nn::Module& layer) override;
+  void per_head_layer(const nn::Module& layer) override;
 
   // ShapeError under sequence parallelism when T does not divide by the size.
   Tensor scatter_sequence(const Tensor& x) override;
@@ -55,10 +56,11 @@ class TensorParallel : public nn::TensorParallelLayers, public std::enable_share
   // gradient is a per-rank partial sum under sequence parallelism (a row-parallel bias).
   void add_parameter(const Tensor& param, nn::ShardSpec spec, bool sequence_partial = false);
 
-  // After the backward passes of a step, under sequence parallelism: sums over the ranks the
-  // gradients of the norms' parameters and of the row-parallel biases (each rank has its part
-  // of the sequence's share), in one all-reduce. Nothing without sequence parallelism.
-  void reduce_sequence_parallel_grads();
+  // After the backward passes of a step: sums over the ranks, in one all-reduce, the gradients
+  // that are per-rank partial sums: under sequence parallelism those of the norms' parameters
+  // and of the row-parallel biases (each rank has its part of the sequence's share), and always
+  // those of per-head layers (each rank has its heads' share: Qwen3's q_norm / k_norm).
+  void reduce_partial_grads();
   // The 2-norm of the gradients of `params` (a model's): its shards' squares summed over the
   // ranks, each replicated parameter counted once. The same on every rank (collective).
   double grad_norm(const std::vector<Tensor>& params) const;
@@ -66,7 +68,7 @@ class TensorParallel : public nn::TensorParallelLayers, public std::enable_share
   // shards this rank's parameters: on this rank's pieces of them (reducer.shard_pieces(),
   // blocks of the averaged gradients; every tensor-parallel rank's pieces lie alike).
   // TrainingPlan computes the norm of such pieces.
-  void reduce_sequence_parallel_grads(const Reducer& reducer);
+  void reduce_partial_grads(const Reducer& reducer);
 
  private:
   GroupPtr group_;
@@ -74,8 +76,10 @@ class TensorParallel : public nn::TensorParallelLayers, public std::enable_share
   int pauses_ = 0;
   // Sums `grads` over the ranks in place (one all-reduce per dtype).
   void sum_over_ranks(std::vector<Tensor> grads) const;
-  bool is_sequence_partial(const Tensor& param) const;
-  std::vector<Tensor> sequence_partial_;  // parameters whose gradients reduce_sequence_parallel_grads sums
+  // Whether reduce_partial_grads sums param's gradient in this run.
+  bool is_partial(const Tensor& param) const;
+  std::vector<Tensor> sequence_partial_;  // partial gradients under sequence parallelism
+  std::vector<Tensor> head_partial_;      // partial gradients always (per-head layers)
 };
 
 }  // namespace infini::parallel

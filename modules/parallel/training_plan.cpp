@@ -265,8 +265,8 @@ StepResult TrainingPlan::step(const std::vector<data::Example>& micro_batches) {
   std::optional<trace::Span> update(std::in_place, "update", "step");
   if (!graphed) {
     if (scaler_.is_enabled()) scaler_.unscale_(*optimizer_);  // records whether a grad overflowed
-    if (tp_ && zero()) tp_->reduce_sequence_parallel_grads(*reducer());  // on the optimizer's pieces
-    else if (tp_) tp_->reduce_sequence_parallel_grads();
+    if (tp_ && zero()) tp_->reduce_partial_grads(*reducer());  // on the optimizer's pieces
+    else if (tp_) tp_->reduce_partial_grads();
     result.grad_norm = grad_norm();
     // A loss-scaled step whose grads overflowed is skipped, and the scale backs off; else one
     // whose loss or norm is not finite, with skip_non_finite.

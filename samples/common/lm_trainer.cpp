@@ -488,9 +488,7 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
       nn::lora::load_adapters(*built->module, f.lora_in);
     } else if (f.lora_rank > 0) {
       std::vector<std::string> targets = f.lora_targets;
-      if (targets.empty())
-        targets = dynamic_cast<const nn::GPT2Impl*>(built->module.get()) ? std::vector<std::string>{"c_attn"}
-                                                                         : std::vector<std::string>{"q_proj", "v_proj"};
+      if (targets.empty()) targets = nn::model_family_of(*built->module).default_lora_targets;
       nn::lora::apply(*built->module,
                       {.rank = f.lora_rank, .alpha = f.lora_alpha, .dropout = f.lora_dropout, .targets = targets});
     }

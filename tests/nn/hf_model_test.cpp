@@ -130,7 +130,7 @@ TEST(HFModel, ModelFromADirectoryGivesTheLlmcModelsLogits) {
                                     "model_type \"bert\" is not supported");
   nn::Linear linear(2, 2);
   data::test::expect_error<Error>([&] { nn::save_pretrained(*linear, saved); }, "nn::save_pretrained",
-                                  "expected a GPT2 or LLaMA3 model, got Linear");
+                                  "expected a model of a registered family (gpt2, llama3, qwen3), got Linear");
   nn::lora::apply(*loaded, {.targets = {"c_attn"}});
   data::test::expect_error<Error>([&] { nn::save_pretrained(*loaded, saved); }, "nn::save_pretrained",
                                   "has LoRA adapters: merge them first");

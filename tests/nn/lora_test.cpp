@@ -296,7 +296,7 @@ TEST(LoRA, RefusesWhatItCannotDo) {
   expect_error<Error>([&] { nn::lora::apply(*model, {.targets = {}}); }, "lora::apply", "at least one target");
   nn::Linear linear(4, 4);
   expect_error<Error>([&] { nn::lora::apply(*linear, {.targets = {"c_fc"}}); }, "lora::apply",
-                      "expected a GPT2 or LLaMA3 model, got Linear");
+                      "expected a model of a registered family (gpt2, llama3, qwen3), got Linear");
   expect_error<Error>([&] { nn::lora::save_adapters(*model, fresh_dir("none")); }, "lora::save_adapters",
                       "GPT2 has no LoRA adapters");
   nn::lora::apply(*model, {.targets = {"c_fc"}});

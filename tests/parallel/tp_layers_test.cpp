@@ -178,7 +178,7 @@ TEST_P(TensorParallelLayer, RowParallelLinearMatchesLinear) {
                 "row input gradient");
     expect_near(row->weight.grad(), Wr.grad().slice(1, r * 2, r * 2 + 2), kTol, "row weight gradient");
     // Under SP each rank's bias gradient covers its part of the sequence: summed, the whole one.
-    tp->reduce_sequence_parallel_grads();
+    tp->reduce_partial_grads();
     expect_near(row->bias.grad(), br.grad(), kTol, "row bias gradient");
   }
   EXPECT_THROW((*std::make_shared<RowParallelLinearImpl>(tp, 2 * S, 3))(zeros({2, T, 2 * S + 1})), ShapeError);

@@ -34,7 +34,7 @@ void expect_same_training_step(const Holder& whole, const Holder& split, TensorP
   whole_loss.backward();
   const Tensor loss = split->loss(split(idx), targets);
   loss.backward();
-  tp.reduce_sequence_parallel_grads();
+  tp.reduce_partial_grads();
   EXPECT_NEAR(loss.item<double>(), whole_loss.item<double>(), 1e-5);
 
   const auto expected = whole->llmc_tensors(/*gradients=*/true), actual = split->llmc_tensors(/*gradients=*/true);

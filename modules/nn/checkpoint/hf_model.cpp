@@ -6,6 +6,7 @@ module;
 #include <cstdlib>
 #include <cstring>
 #include <nlohmann/json.hpp>
+#include "hf_config.h"
 #include "json_text.h"
 module infini.nn;
 import infini.std;
@@ -13,253 +14,14 @@ import infini.std;
 namespace infini::hf {
 namespace {
 
-namespace fs = std::filesystem;
 using infini::detail::json_text;
 using Json = nlohmann::json;
 using OrderedJson = nlohmann::ordered_json;
-using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
+using namespace detail;  // hf_directory.cppm's Source, Weights, write_directory ...
 
-constexpr const char* kSingleFile = "model.safetensors";
-constexpr const char* kIndexFile = "model.safetensors.index.json";
-
-// Errors name the operation and the directory.
-struct Source {
-  std::string op;
-  fs::path dir;
-  template <class... Parts>
-  [[noreturn]] void fail(const Parts&... parts) const {
-    throw IOError(op, concat("'", dir.string(), "': ", parts...));
-  }
-};
-
-Json read_json(const Source& source, const std::string& file) {
-  std::ifstream in(source.dir / file, std::ios::binary);
-  if (!in) source.fail("cannot open ", file);
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  Json value;
-  try {
-    value = Json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    source.fail(file, " is not JSON: ", e.what());
-  }
-  if (!value.is_object()) source.fail(file, " is not a JSON object");
-  return value;
-}
-
-// config.json, read and checked key by key.
-class Config {
- public:
-  explicit Config(const Source& source) : source_(source), json_(read_json(source, "config.json")) {}
-
-  // The integer `key` (>= 1); `fallback` when absent (none: the key is required).
-  std::int64_t size(const char* key, std::optional<std::int64_t> fallback = std::nullopt) const {
-    const auto it = json_.find(key);
-    if (it == json_.end() || (fallback && it->is_null())) {
-      if (!fallback) source_.fail("config.json has no \"", key, "\"");
-      return *fallback;
-    }
-    if (!it->is_number_integer() || it->get<std::int64_t>() < 1)
-      source_.fail("config.json: \"", key, "\" must be a positive integer, got ", json_text(*it));
-    return it->get<std::int64_t>();
-  }
-  double number(const char* key, double fallback) const {
-    const auto it = json_.find(key);
-    if (it == json_.end() || it->is_null()) return fallback;
-    if (!it->is_number()) source_.fail("config.json: \"", key, "\" must be a number, got ", json_text(*it));
-    return it->get<double>();
-  }
-  bool flag(const char* key, bool fallback) const {
-    const auto it = json_.find(key);
-    if (it == json_.end() || it->is_null()) return fallback;
-    if (!it->is_boolean()) source_.fail("config.json: \"", key, "\" must be true or false, got ", json_text(*it));
-    return it->get<bool>();
-  }
-  // `key` must be absent, null or satisfy `ok`; else an error saying Infini needs `expected`.
-  template <class Ok>
-  void require(const char* key, Ok&& ok, std::string_view expected) const {
-    const auto it = json_.find(key);
-    if (it == json_.end() || it->is_null() || ok(*it)) return;
-    source_.fail("config.json: \"", key, "\" is ", json_text(*it), "; Infini's model needs ", expected);
-  }
-  const Json* find(const char* key) const {
-    const auto it = json_.find(key);
-    return it == json_.end() || it->is_null() ? nullptr : &*it;
-  }
-
- private:
-  const Source& source_;
-  Json json_;
-};
-
-bool stored_dtype(DataType t) { return t == kFloat32 || t == kBFloat16 || t == kFloat16; }
-
-// Every tensor of the directory: model.safetensors, or the shards its index lists (each name
-// in the file the index maps it to, and every file holding only what the index maps to it).
-StateDict read_weights(const Source& source) {
-  if (fs::exists(source.dir / kSingleFile)) return io::load_safetensors(source.dir / kSingleFile).tensors;
-  if (!fs::exists(source.dir / kIndexFile)) source.fail("holds neither ", kSingleFile, " nor ", kIndexFile);
-  const Json index = read_json(source, kIndexFile);
-  const auto map = index.find("weight_map");
-  if (map == index.end() || !map->is_object()) source.fail(kIndexFile, " has no \"weight_map\" object");
-  std::map<std::string, std::vector<std::string>> names_in;  // shard file -> the names the index maps to it
-  for (const auto& [name, file] : map->items()) {
-    if (!file.is_string()) source.fail(kIndexFile, " maps '", name, "' to ", json_text(file), ", not a file name");
-    const std::string f = file.get<std::string>();
-    if (f.empty() || f == "." || f == ".." || f.find('/') != std::string::npos)
-      source.fail(kIndexFile, " maps '", name, "' to \"", f, "\", not a file in the directory");
-    names_in[f].push_back(name);
-  }
-  StateDict all;
-  for (const auto& [file, names] : names_in) {
-    StateDict shard = io::load_safetensors(source.dir / file).tensors;
-    for (auto& [name, tensor] : shard) {
-      const auto listed = map->find(name);
-      if (listed == map->end()) source.fail(file, " holds '", name, "', which ", kIndexFile, " does not list");
-      if (listed->get<std::string>() != file)
-        source.fail(file, " holds '", name, "', which ", kIndexFile, " maps to ", json_text(*listed));
-      all.emplace(name, std::move(tensor));
-    }
-    for (const std::string& name : names)
-      if (!all.contains(name)) source.fail(kIndexFile, " maps '", name, "' to ", file, ", which does not hold it");
-  }
-  return all;
-}
-
-// The directory's tensors, taken one by one by name and shape; what is missing, misshapen,
-// of another dtype or left over is reported at once by finish().
-class Weights {
- public:
-  explicit Weights(const Source& source) : source_(source), all_(read_weights(source)) {}
-
-  bool has(const std::string& name) const { return all_.contains(name); }
-  // The tensor as float32, or undefined (the problem noted) when missing or unfit.
-  Tensor take(const std::string& name, const Shape& shape) {
-    const auto it = all_.find(name);
-    if (it == all_.end()) {
-      missing_.push_back(name);
-      return {};
-    }
-    taken_.insert(name);
-    if (!stored_dtype(it->second.dtype())) {
-      bad_dtype_.push_back(concat(name, " (", it->second.dtype(), ")"));
-      return {};
-    }
-    if (it->second.shape() != shape) {
-      misshapen_.push_back(concat(name, " is ", it->second.shape(), ", expected ", shape));
-      return {};
-    }
-    return it->second.to(kFloat32);
-  }
-  // Fails listing every problem and every tensor neither taken nor `skipped`.
-  void finish(std::string_view model, const std::function<bool(const std::string&)>& skipped) const {
-    std::vector<std::string> unexpected;
-    for (const auto& [name, tensor] : all_)
-      if (!taken_.contains(name) && !skipped(name)) unexpected.push_back(name);
-    std::string report;
-    const auto add = [&](const char* what, const std::vector<std::string>& items) {
-      if (items.empty()) return;
-      report += concat(report.empty() ? "" : "; ", what, " ");
-      for (std::size_t i = 0; i < items.size(); ++i) report += concat(i ? ", " : "", items[i]);
-    };
-    add("missing", missing_);
-    add("misshapen", misshapen_);
-    add("not float32, bfloat16 or float16:", bad_dtype_);
-    add("unexpected", unexpected);
-    if (!report.empty()) source_.fail("the weights do not match config.json's ", model, ": ", report);
-  }
-
- private:
-  const Source& source_;
-  StateDict all_;
-  std::set<std::string> taken_;
-  std::vector<std::string> missing_, misshapen_, bad_dtype_;
-};
-
-// `per_layer` (one defined tensor per layer) stacked along a new dim 0; undefined when a
-// layer's tensor was missing or unfit.
-Tensor stacked(const TensorList& per_layer, std::int64_t layers) {
-  for (const Tensor& t : per_layer)
-    if (!t.defined()) return {};
-  return static_cast<std::int64_t>(per_layer.size()) == layers ? stack(per_layer).contiguous() : Tensor();
-}
-
-bool same_bits(const Tensor& a, const Tensor& b) {
-  if (!a.defined() || !b.defined() || a.dtype() != b.dtype() || a.shape() != b.shape()) return false;
-  const Tensor x = a.contiguous(), y = b.contiguous();
-  return std::memcmp(x.data_ptr(), y.data_ptr(), static_cast<std::size_t>(x.nbytes())) == 0;
-}
-
-// transformers' shard names: model-00001-of-00003.safetensors.
-std::string shard_name(std::size_t k, std::size_t n) {
-  char name[64];
-  std::snprintf(name, sizeof name, "model-%05zu-of-%05zu.safetensors", k, n);
-  return name;
-}
-
-const char* dtype_name(DataType t) { return t == kFloat32 ? "float32" : t == kBFloat16 ? "bfloat16" : "float16"; }
-
-// The shortest decimal that reads back as `x` (config.json's 1e-05, not 9.99999974737875e-06).
-double decimal(float x) {
-  char text[32];
-  for (int digits = 1; digits <= 9; ++digits) {
-    std::snprintf(text, sizeof text, "%.*g", digits, static_cast<double>(x));
-    if (static_cast<float>(std::strtod(text, nullptr)) == x) break;
-  }
-  return std::strtod(text, nullptr);
-}
-
-void check_options(const Source& source, const WriteOptions& options) {
-  if (!stored_dtype(options.dtype))
-    throw DTypeError(source.op, concat("stores float32, bfloat16 or float16, got ", options.dtype));
-  if (options.max_shard_bytes < 1)
-    throw Error(source.op, concat("max_shard_bytes ", options.max_shard_bytes, ": expected >= 1"));
-}
-
-// Writes `tensors` (in state-dict order, already in the stored dtype) as model.safetensors
-// or shards with their index, then `config` as config.json; removes the other layout's file.
-void write_directory(const Source& source, const NamedTensors& tensors, const OrderedJson& config,
-                     const WriteOptions& options) {
-  std::int64_t total = 0;
-  std::vector<StateDict> shards(1);
-  std::int64_t in_shard = 0;
-  for (const auto& [name, t] : tensors) {
-    total += t.nbytes();
-    if (!shards.back().empty() && in_shard + t.nbytes() > options.max_shard_bytes) {
-      shards.emplace_back();
-      in_shard = 0;
-    }
-    shards.back().emplace(name, t);
-    in_shard += t.nbytes();
-  }
-  std::error_code ec;
-  fs::create_directories(source.dir, ec);
-  if (ec) source.fail("cannot create the directory: ", ec.message());
-  const std::map<std::string, std::string> metadata = {{"format", "pt"}};
-  const auto write_text = [&](const char* file, const std::string& text) {
-    io::write_file_atomically(source.dir / file, [&](io::FileSink& out) { out.write(text); });
-  };
-  if (shards.size() == 1) {
-    io::save_safetensors(source.dir / kSingleFile, shards.front(), metadata);
-    fs::remove(source.dir / kIndexFile, ec);
-  } else {
-    OrderedJson weight_map = OrderedJson::object();
-    for (std::size_t k = 0; k < shards.size(); ++k) {
-      const std::string file = shard_name(k + 1, shards.size());
-      io::save_safetensors(source.dir / file, shards[k], metadata);
-      for (const auto& [name, t] : tensors)
-        if (shards[k].contains(name)) weight_map[name] = file;
-    }
-    OrderedJson index;
-    index["metadata"] = {{"total_size", total}};
-    index["weight_map"] = std::move(weight_map);
-    write_text(kIndexFile, json_text(index, 2) + "\n");
-    fs::remove(source.dir / kSingleFile, ec);
-  }
-  write_text("config.json", json_text(config, 2) + "\n");
-}
-
-const Tensor& named(const NamedTensors& tensors, std::string_view name) {
-  return std::find_if(tensors.begin(), tensors.end(), [&](const auto& entry) { return entry.first == name; })->second;
+// config.json of the directory `source` names.
+ConfigJson read_config(const Source& source) {
+  return ConfigJson(source.config_text(), [&source](const std::string& message) { source.fail(message); });
 }
 
 // ---- GPT-2 ----
@@ -307,9 +69,9 @@ Tensor rotate_half_rows(const Tensor& w, std::int64_t heads) {
   return w.reshape({heads, rows / heads / 2, 2, cols}).transpose(1, 2).reshape({rows, cols}).contiguous();
 }
 
-llmc::GPT2Checkpoint read_gpt2(const std::filesystem::path& dir) {
+llmc::GPT2Config read_gpt2_config(const std::filesystem::path& dir) {
   const Source source{.op = "hf::read_gpt2", .dir = dir};
-  const Config config(source);
+  const ConfigJson config = read_config(source);
   config.require("model_type", [](const Json& v) { return v == "gpt2"; }, "\"gpt2\"");
   const std::int64_t C = config.size("n_embd"), NH = config.size("n_head"), L = config.size("n_layer"),
                      maxT = config.size("n_positions"), V = config.size("vocab_size");
@@ -324,7 +86,13 @@ llmc::GPT2Checkpoint read_gpt2(const std::filesystem::path& dir) {
                  "true (GPT-2's head is the token embedding)");
   const llmc::GPT2Config c{.max_seq_len = maxT, .vocab_size = V, .padded_vocab_size = (V + 127) / 128 * 128,
                            .num_layers = L, .num_heads = NH, .channels = C};
+  return c;
+}
 
+llmc::GPT2Checkpoint read_gpt2(const std::filesystem::path& dir) {
+  const Source source{.op = "hf::read_gpt2", .dir = dir};
+  const llmc::GPT2Config c = read_gpt2_config(dir);
+  const std::int64_t L = c.num_layers, C = c.channels, V = c.vocab_size;
   Weights weights(source);
   const std::string prefix = weights.has("transformer.wte.weight") ? "transformer." : "";
   llmc::GPT2Checkpoint checkpoint{.config = c, .tensors = {}};
@@ -391,12 +159,12 @@ void write_gpt2(const std::filesystem::path& dir, const llmc::GPT2Checkpoint& ch
   config["vocab_size"] = c.vocab_size;
   config["tie_word_embeddings"] = true;
   config["torch_dtype"] = dtype_name(options.dtype);
-  write_directory(source, tensors, config, options);
+  write_directory(source, tensors, json_text(config, 2) + "\n", options);
 }
 
-llmc::LLaMA3Checkpoint read_llama3(const std::filesystem::path& dir) {
+llmc::LLaMA3Config read_llama3_config(const std::filesystem::path& dir) {
   const Source source{.op = "hf::read_llama3", .dir = dir};
-  const Config config(source);
+  const ConfigJson config = read_config(source);
   config.require("model_type", [](const Json& v) { return v == "llama"; }, "\"llama\"");
   const std::int64_t C = config.size("hidden_size"), NH = config.size("num_attention_heads"),
                      L = config.size("num_hidden_layers"), I = config.size("intermediate_size"),
@@ -426,13 +194,21 @@ llmc::LLaMA3Checkpoint read_llama3(const std::filesystem::path& dir) {
                   "; Infini's scaled RoPE is LLaMA-3.1's: rope_type \"llama3\", factor 8, low_freq_factor 1, "
                   "high_freq_factor 4, original_max_position_embeddings 8192");
   }
-  const bool tied = config.flag("tie_word_embeddings", false);
+  config.flag("tie_word_embeddings", false);  // checked here, read by read_llama3
   const llmc::LLaMA3Config c{.max_seq_len = maxT, .vocab_size = V, .num_layers = L, .num_heads = NH,
                              .num_kv_heads = KV, .channels = C, .ffn_dim_multiplier = 0, .multiple_of = I,
                              .norm_eps = static_cast<float>(config.number("rms_norm_eps", 1e-6)),
                              .rope_theta = static_cast<float>(config.number("rope_theta", 10000.0)),
                              .use_scaled_rope = scaled};
+  return c;
+}
 
+llmc::LLaMA3Checkpoint read_llama3(const std::filesystem::path& dir) {
+  const Source source{.op = "hf::read_llama3", .dir = dir};
+  const llmc::LLaMA3Config c = read_llama3_config(dir);
+  const bool tied = read_config(source).flag("tie_word_embeddings", false);
+  const std::int64_t C = c.channels, NH = c.num_heads, L = c.num_layers, I = c.multiple_of, V = c.vocab_size,
+                     KV = c.num_kv_heads, hd = C / NH;
   Weights weights(source);
   const auto layer_name = [](std::int64_t l, const char* name) { return concat("model.layers.", l, ".", name); };
   const Tensor wte = weights.take("model.embed_tokens.weight", {V, C});
@@ -523,7 +299,7 @@ void write_llama3(const std::filesystem::path& dir, const llmc::LLaMA3Checkpoint
   config["mlp_bias"] = false;
   config["tie_word_embeddings"] = tied;
   config["torch_dtype"] = dtype_name(options.dtype);
-  write_directory(source, tensors, config, options);
+  write_directory(source, tensors, json_text(config, 2) + "\n", options);
 }
 
 }  // namespace infini::hf

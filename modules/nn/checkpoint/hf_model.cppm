@@ -33,6 +33,8 @@ struct WriteOptions {
 // epsilon other than 1e-5, an untied head); missing, unexpected or misshapen tensors (all of
 // them named), dtypes other than the three above; an index that disagrees with its shards.
 llmc::GPT2Checkpoint read_gpt2(const std::filesystem::path& dir);
+// config.json's model only (the sizes read_gpt2 gives), IOError as read_gpt2's.
+llmc::GPT2Config read_gpt2_config(const std::filesystem::path& dir);
 
 // Writes config.json, the weights and, when sharded, the index into `dir` (created if need
 // be), each file atomically (config.json last): the names with the "transformer." prefix and
@@ -55,6 +57,8 @@ void write_gpt2(const std::filesystem::path& dir, const llmc::GPT2Checkpoint& ch
 // intermediate_size (>= 8 hidden_size / 3 in integers: it becomes multiple_of, with no
 // multiplier), hidden_act "silu", no attention or MLP biases. IOError as read_gpt2's.
 llmc::LLaMA3Checkpoint read_llama3(const std::filesystem::path& dir);
+// config.json's model only (the sizes read_llama3 gives), IOError as read_llama3's.
+llmc::LLaMA3Config read_llama3_config(const std::filesystem::path& dir);
 
 // Writes LlamaForCausalLM's directory as write_gpt2 does (q_proj and k_proj in rotate-half
 // order); tie_word_embeddings and no lm_head.weight when wlmhead equals wte bit for bit.

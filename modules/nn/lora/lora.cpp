@@ -1,4 +1,4 @@
-// LoRA adapters (see lora.cppm): where each target sits in a GPT-2 or a LLaMA-3, the forward
+// LoRA adapters (see lora.cppm): the sites come from the model's family; the forward
 // hook that adds the adapters' updates to their layer's output, and the merge.
 module;
 #include <cmath>
@@ -12,66 +12,17 @@ namespace {
 
 constexpr const char* kAdapterType = "LoRA";
 
-// A layer a target names: rows [row_begin, row_end) of its output.
-struct Site {
-  std::string target;
-  std::shared_ptr<LinearImpl> layer;
-  std::string peft_name;
-  std::int64_t row_begin, row_end, rope_heads = 0;
-};
+using Site = LoraSite;
 
-std::vector<Site> gpt2_sites(GPT2Impl& model) {
-  std::vector<Site> sites;
-  for (std::size_t l = 0; l < model.h.size(); ++l) {
-    const GPT2BlockImpl& b = *model.h[l];
-    const std::string block = concat("transformer.h.", l, ".");
-    auto add = [&](const char* target, const std::shared_ptr<LinearImpl>& layer, const char* path) {
-      sites.push_back({target, layer, block + path, 0, layer->out_features});
-    };
-    add("c_attn", b.attn->c_attn, "attn.c_attn");
-    add("c_proj", b.attn->c_proj, "attn.c_proj");
-    add("c_fc", b.mlp->c_fc, "mlp.c_fc");
-    add("c_proj", b.mlp->c_proj, "mlp.c_proj");
-  }
-  return sites;
-}
-
-std::vector<Site> llama3_sites(LLaMA3Impl& model) {
-  const LLaMA3Config& c = model.config;
-  const std::int64_t q = c.num_heads * c.head_dim(), kv = c.num_kv_heads * c.head_dim();
-  std::vector<Site> sites;
-  for (std::size_t l = 0; l < model.h.size(); ++l) {
-    const LLaMA3BlockImpl& b = *model.h[l];
-    const std::string block = concat("model.layers.", l, ".");
-    auto add = [&](const char* target, const std::shared_ptr<LinearImpl>& layer, const char* path, std::int64_t begin,
-                   std::int64_t end, std::int64_t rope_heads) {
-      sites.push_back({target, layer, block + path, begin, end, rope_heads});
-    };
-    add("q_proj", b.attn->c_attn, "self_attn.q_proj", 0, q, c.num_heads);
-    add("k_proj", b.attn->c_attn, "self_attn.k_proj", q, q + kv, c.num_kv_heads);
-    add("v_proj", b.attn->c_attn, "self_attn.v_proj", q + kv, q + 2 * kv, 0);
-    add("o_proj", b.attn->c_proj, "self_attn.o_proj", 0, c.channels, 0);
-    add("gate_proj", b.mlp->c_fc2, "mlp.gate_proj", 0, b.mlp->c_fc2->out_features, 0);
-    add("up_proj", b.mlp->c_fc, "mlp.up_proj", 0, b.mlp->c_fc->out_features, 0);
-    add("down_proj", b.mlp->c_proj, "mlp.down_proj", 0, c.channels, 0);
-  }
-  return sites;
-}
-
-// The model's sites; Error for anything but a whole GPT-2 or LLaMA-3 on one process.
+// The model's sites (its family's); Error for anything but a whole causal LM of a registered
+// family on one process.
 std::vector<Site> sites_of(Module& model) {
-  const CausalLM* lm = dynamic_cast<const CausalLM*>(&model);
-  if (lm && lm->tp && lm->tp->size() > 1)
-    throw Error("lora::apply", concat("tensor-parallel models (tp = ", lm->tp->size(), ") are not supported"));
-  if (auto* gpt2 = dynamic_cast<GPT2Impl*>(&model)) {
-    if (!gpt2->part.is_whole(gpt2->config.num_layers)) throw Error("lora::apply", "expected the whole model, got a part");
-    return gpt2_sites(*gpt2);
-  }
-  if (auto* llama = dynamic_cast<LLaMA3Impl*>(&model)) {
-    if (!llama->part.is_whole(llama->config.num_layers)) throw Error("lora::apply", "expected the whole model, got a part");
-    return llama3_sites(*llama);
-  }
-  throw Error("lora::apply", concat("expected a GPT2 or LLaMA3 model, got ", model.type_name()));
+  const ModelFamily& family = model_family_of(model, "lora::apply");
+  const CausalLM& lm = causal_lm(model);
+  if (lm.tp && lm.tp->size() > 1)
+    throw Error("lora::apply", concat("tensor-parallel models (tp = ", lm.tp->size(), ") are not supported"));
+  if (!lm.part.is_whole(lm.sizes().num_layers)) throw Error("lora::apply", "expected the whole model, got a part");
+  return family.lora_sites(model);
 }
 
 std::vector<std::shared_ptr<AdapterImpl>> adapters_of(const LinearImpl& layer) {

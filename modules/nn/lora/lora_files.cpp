@@ -55,7 +55,7 @@ void save_adapters(Module& model, const fs::path& dir) {
       {"lora_dropout", config.dropout},
       {"target_modules", config.targets},
       {"bias", "none"},
-      {"fan_in_fan_out", dynamic_cast<const GPT2Impl*>(&model) != nullptr},  // GPT-2's Conv1D layers
+      {"fan_in_fan_out", model_family_of(model).lora_fan_in_fan_out},  // GPT-2's Conv1D layers
       {"use_rslora", false},
       {"modules_to_save", nullptr},
       {"init_lora_weights", true},

@@ -7,6 +7,7 @@
 export module infini.nn:causal_lm;
 import infini.std;
 import infini.autograd;
+import :module_base;
 import :kv_cache;
 import :tensor_parallel;
 import :llmc_layout;
@@ -74,6 +75,15 @@ class CausalLM {
   // Copies tensors of exactly that list (names, order and shapes: Error / ShapeError naming the
   // tensor otherwise) into the parameters: this rank's shards of them. Whole model only.
   void load_llmc_tensors(const std::vector<std::pair<std::string, Tensor>>& tensors);
+
+  // The sizes the model was built with (of the whole model).
+  const CausalLMSizes& sizes() const { return sizes_; }
+  // The part's blocks in order (blocks()[i] is block part.blocks[i]), for a pipeline stage or
+  // activation checkpointing to run one by one.
+  virtual std::vector<ModulePtr> blocks() const = 0;
+  // Parameters the embedding and the head share (a tied wte): held by the first and the last
+  // pipeline stage, which keep them equal. None for an untied model.
+  virtual std::vector<Tensor> tied_parameters() const { return {}; }
 
   const ModelPart part;  // the pieces built (a pipeline stage's; default: all)
   std::shared_ptr<TensorParallelLayers> tp;

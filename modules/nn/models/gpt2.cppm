@@ -140,6 +140,9 @@ class GPT2Impl : public Cloneable<GPT2Impl>, public CausalLM {
   std::vector<std::shared_ptr<GPT2BlockImpl>> h;
   std::shared_ptr<LayerNormImpl> ln_f;  // null without the head; wte and wpe null when not built
 
+  std::vector<ModulePtr> blocks() const override { return {h.begin(), h.end()}; }
+  std::vector<Tensor> tied_parameters() const override { return wte ? std::vector<Tensor>{wte->weight} : std::vector<Tensor>{}; }
+
  protected:
   std::string extra_repr() const override;
   Tensor embed_at(const Tensor& idx, std::int64_t past) override;

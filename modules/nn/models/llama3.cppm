@@ -190,6 +190,8 @@ class LLaMA3Impl : public Cloneable<LLaMA3Impl>, public CausalLM {
   std::shared_ptr<RMSNormImpl> ln_f;    // null without the head
   std::shared_ptr<LinearImpl> lm_head;  // C -> V, no bias; null without the head
 
+  std::vector<ModulePtr> blocks() const override { return {h.begin(), h.end()}; }
+
  protected:
   std::string extra_repr() const override;
   Tensor embed_at(const Tensor& idx, std::int64_t past) override;

@@ -55,6 +55,9 @@ class TensorParallelLayers {
   // `layer` (a norm) works on the activations between the tensor-parallel regions: under
   // sequence parallelism each rank's gradients of its parameters are partial sums.
   virtual void sequence_parallel_layer(const Module& /*layer*/) {}
+  // `layer` (a norm over each head's channels, replicated) works on this rank's heads: each
+  // rank's gradients of its parameters are partial sums, always.
+  virtual void per_head_layer(const Module& /*layer*/) {}
   // ids (*) -> (*, dim): rows [rank * V / size(), ..) of a (V, dim) table, every id looked up
   // where its row lives.
   virtual std::shared_ptr<EmbeddingImpl> vocab_embedding(std::int64_t num_embeddings, std::int64_t dim);

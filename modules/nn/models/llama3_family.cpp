@@ -1,0 +1,78 @@
+// LLaMA-3's model family (see model_family.cppm): transformers' LlamaForCausalLM directories and
+// llm.c / InfiniTrain's checkpoint through llm.c's layout, and PEFT's LLaMA targets.
+module infini.nn;
+import infini.std;
+
+namespace infini::nn {
+namespace {
+
+const LLaMA3Impl& whole_llama3(const Module& model, const char* op) {
+  const auto& llama = dynamic_cast<const LLaMA3Impl&>(model);
+  if (!llama.part.is_whole(llama.config.num_layers)) throw Error(op, "expected the whole model, got a part");
+  return llama;
+}
+
+std::shared_ptr<Module> from_checkpoint(const llmc::LLaMA3Checkpoint& checkpoint) {
+  auto model = std::make_shared<LLaMA3Impl>(LLaMA3Config::from_llmc(checkpoint.config));
+  model->load_llmc_tensors(checkpoint.tensors);
+  return model;
+}
+
+llmc::LLaMA3Checkpoint to_checkpoint(const Module& model, const char* op) {
+  const LLaMA3Impl& llama = whole_llama3(model, op);
+  return {.config = llama.config.to_llmc(), .tensors = llama.llmc_tensors()};
+}
+
+// q_proj, k_proj and v_proj are rows of Infini's fused c_attn; q and k in interleaved RoPE order.
+std::vector<LoraSite> lora_sites(Module& model) {
+  const auto& llama = dynamic_cast<const LLaMA3Impl&>(model);
+  const LLaMA3Config& c = llama.config;
+  const std::int64_t q = c.num_heads * c.head_dim(), kv = c.num_kv_heads * c.head_dim();
+  std::vector<LoraSite> sites;
+  for (std::size_t l = 0; l < llama.h.size(); ++l) {
+    const LLaMA3BlockImpl& b = *llama.h[l];
+    const std::string block = concat("model.layers.", l, ".");
+    auto add = [&](const char* target, const std::shared_ptr<LinearImpl>& layer, const char* path, std::int64_t begin,
+                   std::int64_t end, std::int64_t rope_heads) {
+      sites.push_back({target, layer, block + path, begin, end, rope_heads});
+    };
+    add("q_proj", b.attn->c_attn, "self_attn.q_proj", 0, q, c.num_heads);
+    add("k_proj", b.attn->c_attn, "self_attn.k_proj", q, q + kv, c.num_kv_heads);
+    add("v_proj", b.attn->c_attn, "self_attn.v_proj", q + kv, q + 2 * kv, 0);
+    add("o_proj", b.attn->c_proj, "self_attn.o_proj", 0, c.channels, 0);
+    add("gate_proj", b.mlp->c_fc2, "mlp.gate_proj", 0, b.mlp->c_fc2->out_features, 0);
+    add("up_proj", b.mlp->c_fc, "mlp.up_proj", 0, b.mlp->c_fc->out_features, 0);
+    add("down_proj", b.mlp->c_proj, "mlp.down_proj", 0, c.channels, 0);
+  }
+  return sites;
+}
+
+}  // namespace
+
+ModelFamily llama3_family() {
+  return {
+      .name = "llama3",
+      .hf_model_types = {"llama"},
+      .hf_architecture = "LlamaForCausalLM",
+      .holds = [](const Module& model) { return dynamic_cast<const LLaMA3Impl*>(&model) != nullptr; },
+      .load_hf = [](const std::filesystem::path& dir, bool weights) -> std::shared_ptr<Module> {
+        if (weights) return from_checkpoint(hf::read_llama3(dir));
+        return std::make_shared<LLaMA3Impl>(LLaMA3Config::from_llmc(hf::read_llama3_config(dir)));
+      },
+      .save_hf = [](const Module& model, const std::filesystem::path& dir, const hf::WriteOptions& options) {
+        hf::write_llama3(dir, to_checkpoint(model, "nn::save_pretrained"), options);
+      },
+      .load_llmc = [](const std::filesystem::path& file) { return from_checkpoint(llmc::read_llama3_checkpoint(file)); },
+      .save_llmc = [](const Module& model, const std::filesystem::path& file) {
+        llmc::write_llama3_checkpoint(file, to_checkpoint(model, "llmc::write_llama3_checkpoint"));
+      },
+      .rebuild = [](const Module& model, std::shared_ptr<TensorParallelLayers> tp,
+                    const ModelPart& part) -> std::shared_ptr<Module> {
+        return std::make_shared<LLaMA3Impl>(dynamic_cast<const LLaMA3Impl&>(model).config, std::move(tp), part);
+      },
+      .lora_sites = lora_sites,
+      .default_lora_targets = {"q_proj", "v_proj"},  // PEFT's for LLaMA
+  };
+}
+
+}  // namespace infini::nn

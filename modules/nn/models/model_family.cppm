@@ -1,0 +1,79 @@
+// Model families: what the library, the trainers and the file formats need to know of one
+// architecture, in one table that the family's own files fill (Megatron Core's model specs,
+// torchtitan's per-model state-dict adapters). Hugging Face directories (load_pretrained /
+// save_pretrained), LoRA (which layers a PEFT target names) and the trainers dispatch through
+// it: nothing outside a model's own files names its class.
+//
+//   const nn::ModelFamily& family = nn::model_family("qwen3");
+//   std::shared_ptr<nn::Module> model = family.load_hf("Qwen3-0.6B", /*weights=*/true);
+//   nn::causal_lm(*model).forward_cached(idx, cache);
+//   nn::model_family_of(*model).save_hf(*model, "out", {.dtype = kBFloat16});
+//
+// Adding a family: its model files, a file defining `ModelFamily <name>_family()` (the
+// table), and one line in model_family.cpp's list.
+export module infini.nn:model_family;
+import infini.std;
+import infini.tensor;
+import :module_base;
+import :linear;
+import :tensor_parallel;
+import :model_part;
+import :causal_lm;
+import :hf_model;
+
+export namespace infini::nn {
+
+// A layer LoRA can adapt: rows [row_begin, row_end) of `layer`'s output are the module that
+// transformers (and PEFT's files) call `peft_name`, targeted by the short name `target`.
+struct LoraSite {
+  std::string target;                  // "q_proj", "c_attn", ...
+  std::shared_ptr<LinearImpl> layer;
+  std::string peft_name;               // "model.layers.0.self_attn.q_proj"
+  std::int64_t row_begin, row_end;
+  std::int64_t rope_heads = 0;         // > 0: q or k heads in Infini's interleaved RoPE order
+};
+
+struct ModelFamily {
+  std::string name;                         // "gpt2", "llama3", "qwen3" (the trainer's --model)
+  std::vector<std::string> hf_model_types;  // config.json's model_type values it reads ("llama")
+  std::string hf_architecture;              // the transformers class it writes ("LlamaForCausalLM")
+  // Whether `model` is one of this family's models.
+  std::function<bool(const Module& model)> holds;
+  // A whole model on the CPU in float32 from a Hugging Face directory: its config.json's sizes
+  // and, with `weights`, its weights (else initialised from the default generator). IOError
+  // naming the directory and key / tensors for what the family cannot run.
+  std::function<std::shared_ptr<Module>(const std::filesystem::path& dir, bool weights)> load_hf;
+  // Writes a whole model of one process as a Hugging Face directory.
+  std::function<void(const Module& model, const std::filesystem::path& dir, const hf::WriteOptions& options)> save_hf;
+  // llm.c's checkpoint file, where the family has one (else empty functions).
+  std::function<std::shared_ptr<Module>(const std::filesystem::path& file)> load_llmc;
+  std::function<void(const Module& model, const std::filesystem::path& file)> save_llmc;
+  // A model of `model`'s config built with the layers of tp (null: one process) holding
+  // `part`, initialised as the whole model would be from the default generator.
+  std::function<std::shared_ptr<Module>(const Module& model, std::shared_ptr<TensorParallelLayers> tp,
+                                        const ModelPart& part)>
+      rebuild;
+  // The layers LoRA can adapt in `model` (whole, one process), in block order.
+  std::function<std::vector<LoraSite>(Module& model)> lora_sites;
+  std::vector<std::string> default_lora_targets;  // PEFT's defaults for the architecture
+  bool lora_fan_in_fan_out = false;               // PEFT's flag: the layers are Conv1D (GPT-2)
+};
+
+// Every registered family, in registration order.
+const std::vector<ModelFamily>& model_families();
+// The family named `name`; Error listing the names otherwise.
+const ModelFamily& model_family(std::string_view name);
+// The family of `model`; Error from `op` naming its type and the families for a model of none.
+const ModelFamily& model_family_of(const Module& model, std::string_view op = "nn::model_family_of");
+// The family reading config.json's model_type `type`, or null.
+const ModelFamily* model_family_for_hf_type(std::string_view type);
+// `model` as a causal LM; Error naming its type otherwise.
+CausalLM& causal_lm(Module& model);
+const CausalLM& causal_lm(const Module& model);
+
+// The tables, each in its family's files.
+ModelFamily gpt2_family();
+ModelFamily llama3_family();
+ModelFamily qwen3_family();
+
+}  // namespace infini::nn
