@@ -378,16 +378,15 @@ parallel::DistributedCheckpoint open_checkpoint(const std::string& load) {
 
 // The pipeline's view of this rank's part.
 parallel::StagedModel staged_model(const LanguageModel& lm) {
+  nn::CausalLM* const model = lm.lm;  // lives as long as lm.module, which the stages hold
   return {.module = lm.module,
-          .part = lm.part,
+          .part = model->part,
           .num_blocks = lm.num_blocks,
-          .embed = lm.embed,
-          .blocks = lm.blocks,
-          .head_loss = [loss = lm.loss, head = lm.head](const Tensor& x, const Tensor& targets) {
-            return loss(head(x), targets);
-          },
-          .logits = lm.whole_head,
-          .tied_parameters = lm.tied_parameters};
+          .embed = [model](const Tensor& idx) { return model->embed(idx); },
+          .blocks = model->blocks(),
+          .head_loss = [model](const Tensor& x, const Tensor& targets) { return model->loss(model->head(x), targets); },
+          .logits = [model](const Tensor& x) { return model->tp->gather_vocab(model->head(x)); },
+          .tied_parameters = model->tied_parameters()};
 }
 
 // `value` of every rank, in rank order (this one's alone without a launcher).
@@ -522,9 +521,9 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
   if (!f.tokenizer_bin.empty()) sample_text.llmc = llmc::read_tokenizer_file(f.tokenizer_bin);
   if (!f.tokenizer.empty()) {
     sample_text.hf = text::Tokenizer::from_pretrained(f.tokenizer);
-    if (sample_text.hf->vocab_size() != lm.vocab_size)
+    if (sample_text.hf->vocab_size() > lm.vocab_size)  // a model's vocabulary may be padded (Qwen3's 151936)
       throw Error("train", concat("--tokenizer ", f.tokenizer, " has ", sample_text.hf->vocab_size(),
-                                  " tokens, the model's vocabulary ", lm.vocab_size));
+                                  " tokens, more than the model's vocabulary of ", lm.vocab_size));
   }
 
   nn::Module& model = plan.module();
@@ -607,8 +606,8 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
     const auto export_start = Clock::now();
     if (uses_lora(f))  // the base model is the one started from: the adapters are what changed
       save_adapters(std::filesystem::path(f.save) / "adapter");
-    else
-      export_llmc(std::filesystem::path(f.save) / lm.llmc_name);
+    else if (!lm.llmc_name().empty())
+      export_llmc(std::filesystem::path(f.save) / lm.llmc_name());
     const double export_ms = std::chrono::duration<double, std::milli>(Clock::now() - export_start).count();
     // How long training waited for the checkpoint (with --async_save, for the host copy).
     metrics.line(format("{\"step\": %lld, \"save_ms\": %.3f, \"export_ms\": %.3f, \"async\": %s}",

@@ -70,39 +70,37 @@ void add_train_flags(CLI::App& app, TrainFlags& flags);
 // Threads, the global seed (model initialisation draws from it), and flag checks.
 void prepare_run(const TrainFlags& flags);
 
-// What the loop needs of a model (of this rank's part of it under pipeline parallelism).
 // What a model export writes: an llm.c checkpoint file, or a Hugging Face model directory.
 enum class ModelFormat { kLlmc, kHuggingFace };
 
+// What the loop needs of a model (this rank's part of it under pipeline parallelism): a causal
+// LM of a registered model family (nn::model_family).
 struct LanguageModel {
   std::shared_ptr<infini::nn::Module> module;
+  infini::nn::CausalLM* lm;                 // module as a causal LM
+  const infini::nn::ModelFamily* family;   // its family: exports and rebuilds
   std::int64_t vocab_size, max_seq_len;
   std::int64_t num_blocks;     // of the whole model
-  infini::nn::ModelPart part;  // what module holds of it
-  std::function<infini::Tensor(const infini::Tensor& idx)> logits;  // (B, T) -> (B, T, Vp); whole model
-  // (B, t) after the cache's positions -> (B, t, Vp), through the KV cache (text generation;
-  // whole model).
-  std::function<infini::Tensor(const infini::Tensor& idx, infini::nn::KVCache& cache)> logits_cached;
-  std::function<infini::Tensor(const infini::Tensor& logits, const infini::Tensor& targets)> loss;
-  // The pipeline's view: logits = head(blocks(embed(idx))), embed on the part with the
-  // embedding, head on the part with the head; blocks are the part's (part.blocks[i] is
-  // blocks[i]). tied_parameters: those embed and head share (GPT-2's wte), kept equal on the
-  // first and last stage.
-  std::function<infini::Tensor(const infini::Tensor& idx)> embed;
-  std::vector<std::shared_ptr<infini::nn::Module>> blocks;
-  std::function<infini::Tensor(const infini::Tensor& x)> head;
-  // head's logits with every vocabulary column on every tensor-parallel rank (generation).
-  std::function<infini::Tensor(const infini::Tensor& x)> whole_head;
-  std::vector<infini::Tensor> tied_parameters;
-  // Gathers the whole model (every rank of a tensor-parallel group calls it) and, with
-  // `write`, writes it in `format`. Whole model only.
-  std::function<void(const std::filesystem::path&, ModelFormat format, bool write)> export_model;
-  // Writes the whole model whose parameters `named` holds (every one, whole tensors, by
-  // name) in `format` (the pipeline's export, after gathering the stages' parts).
-  std::function<void(const std::filesystem::path&, ModelFormat format, const infini::nn::Named<infini::Tensor>& named)>
-      write_model;
-  std::string llmc_name;  // the llm.c file's name inside --save
+
+  // (B, t) after the cache's positions -> (B, t, columns), through the KV cache (text
+  // generation; whole model).
+  infini::Tensor logits_cached(const infini::Tensor& idx, infini::nn::KVCache& cache) const {
+    return lm->forward_cached(idx, cache);
+  }
+  // Gathers the whole model (every rank of a tensor-parallel group calls it) and, with `write`,
+  // writes it in `format`. Whole model only (of a pipeline: write_model).
+  void export_model(const std::filesystem::path& path, ModelFormat format, bool write) const;
+  // Writes the whole model whose parameters `named` holds (every one, whole tensors, by name)
+  // in `format` (the pipeline's export, after gathering the stages' parts).
+  void write_model(const std::filesystem::path& path, ModelFormat format,
+                   const infini::nn::Named<infini::Tensor>& named) const;
+  // The llm.c file --save writes beside the checkpoint ("gpt2.bin"); empty for a family
+  // without llm.c files.
+  std::string llmc_name() const;
 };
+
+// The loop's view of `model`. Error naming its type unless it is a causal LM of a registered family.
+LanguageModel language_model(std::shared_ptr<infini::nn::Module> model);
 
 // The part of a model of `num_blocks` blocks this rank builds (the whole model, unless pipelined).
 using PartFor = std::function<infini::nn::ModelPart(std::int64_t num_blocks)>;
@@ -111,70 +109,22 @@ using PartFor = std::function<infini::nn::ModelPart(std::int64_t num_blocks)>;
 using ModelFactory =
     std::function<LanguageModel(std::shared_ptr<infini::nn::TensorParallelLayers> tp, const PartFor& part_for)>;
 
-// The loop's view of a model holder with config, part, forward, forward_cached, embed, head and
-// loss (nn::GPT2, nn::LLaMA3); export_model writes it (as llmc_name inside --save, and to
-// --hf_out), write_model a whole model from named tensors.
-template <class Holder>
-LanguageModel language_model(Holder model, std::function<void(const std::filesystem::path&, ModelFormat, bool)> export_model,
-                             std::function<void(const std::filesystem::path&, ModelFormat,
-                                                const infini::nn::Named<infini::Tensor>&)> write_model,
-                             std::string llmc_name, std::vector<infini::Tensor> tied_parameters) {
-  return {.module = model.ptr(),
-          .vocab_size = model->config.vocab_size,
-          .max_seq_len = model->config.max_seq_len,
-          .num_blocks = model->config.num_layers,
-          .part = model->part,
-          .logits = [model](const infini::Tensor& idx) { return model(idx); },
-          .logits_cached = [model](const infini::Tensor& idx, infini::nn::KVCache& cache) {
-            return model->forward_cached(idx, cache);
-          },
-          .loss = [model](const infini::Tensor& logits, const infini::Tensor& targets) {
-            return model->loss(logits, targets);
-          },
-          .embed = [model](const infini::Tensor& idx) { return model->embed(idx); },
-          .blocks = {model->h.begin(), model->h.end()},
-          .head = [model](const infini::Tensor& x) { return model->head(x); },
-          .whole_head = [model](const infini::Tensor& x) { return model->tp->gather_vocab(model->head(x)); },
-          .tied_parameters = std::move(tied_parameters),
-          .export_model = std::move(export_model),
-          .write_model = std::move(write_model),
-          .llmc_name = std::move(llmc_name)};
-}
-
-// Copies `named` (whole tensors by parameter name) into model's parameters: this rank's
-// shards of those model->tp splits. Error naming a parameter `named` lacks.
-template <class Holder>
-void copy_parameters(const infini::nn::Named<infini::Tensor>& named, const Holder& model) {
-  infini::NoGradGuard no_grad;
-  const std::map<std::string, infini::Tensor> by_name(named.begin(), named.end());
-  for (const auto& [name, held] : model->named_parameters()) {
-    const auto whole = by_name.find(name);
-    if (whole == by_name.end()) throw infini::Error("copy_parameters", "no tensor named " + name);
-    infini::Tensor param = held;  // a handle: copy_ writes the parameter's storage
-    const infini::nn::ShardSpec spec = model->tp->shard_spec(param);
-    param.copy_(spec.sharded() ? spec.shard(whole->second, model->tp->rank(), model->tp->size()) : whole->second);
-  }
-}
-
-// A model of `config` (split by tp, the given part) holding `named`'s weights, built without
-// drawing from the default generator: a split run starts from the single-process weights.
-template <class Holder, class Config>
-Holder model_from(const Config& config, std::shared_ptr<infini::nn::TensorParallelLayers> tp,
-                  const infini::nn::ModelPart& part, const infini::nn::Named<infini::Tensor>& named) {
-  infini::Generator& rng = infini::default_generator();
-  const auto state = rng.state();
-  Holder model(config, std::move(tp), part);
-  rng.set_state(state);
-  copy_parameters(named, model);
-  return model;
-}
-
-// `whole` (one process: the whole model or a part) built again with the layers of tp and
-// loaded with this rank's shards of its weights.
-template <class Holder>
-Holder split_model(const Holder& whole, std::shared_ptr<infini::nn::TensorParallelLayers> tp) {
-  return model_from<Holder>(whole->config, std::move(tp), whole->part, whole->named_parameters());
-}
+// A model of `like`'s family and config, split by tp (null: one process), holding `part` and
+// `named`'s weights (whole tensors by parameter name: this rank's shards of those tp splits),
+// built without drawing from the default generator: a split run starts from the
+// single-process weights. Error naming a parameter `named` lacks.
+std::shared_ptr<infini::nn::Module> model_from(const infini::nn::Module& like,
+                                               std::shared_ptr<infini::nn::TensorParallelLayers> tp,
+                                               const infini::nn::ModelPart& part,
+                                               const infini::nn::Named<infini::Tensor>& named);
+// `whole` (one process: the whole model) as `part` split by tp (null: one process); `whole`
+// itself when that is all of it on one process.
+std::shared_ptr<infini::nn::Module> split_model(std::shared_ptr<infini::nn::Module> whole,
+                                                std::shared_ptr<infini::nn::TensorParallelLayers> tp,
+                                                const infini::nn::ModelPart& part);
+// The factory of a trainer whose model `make` builds on one process (the part part_for gives:
+// a random init builds only that part), split by the layout's tp.
+ModelFactory factory(std::function<std::shared_ptr<infini::nn::Module>(const PartFor& part_for)> make);
 
 // Runs the training with the model `make` returns (under mpirun, split as --tensor_parallel
 // says); returns the process exit code.

@@ -1,26 +1,12 @@
 // load_pretrained / save_pretrained (see pretrained.cppm): config.json's model_type picks the
 // model family (model_family.cppm), whose mapping reads and writes the directory.
-module;
-#include <nlohmann/json.hpp>
 module infini.nn;
 import infini.std;
 
 namespace infini::nn {
 
 std::shared_ptr<Module> load_pretrained(const std::filesystem::path& dir) {
-  constexpr const char* op = "nn::load_pretrained";
-  const nlohmann::json config =
-      nlohmann::json::parse(text::detail::read_text_file(op, dir / "config.json"), nullptr, /*allow_exceptions=*/false);
-  const auto type = config.is_object() ? config.find("model_type") : config.end();
-  if (type == config.end() || !type->is_string())
-    throw IOError(op, concat("'", dir.string(), "': config.json is not a JSON object with a \"model_type\" string"));
-  if (const ModelFamily* family = model_family_for_hf_type(type->get<std::string>())) return family->load_hf(dir, true);
-  std::string known;
-  for (const ModelFamily& family : model_families())
-    for (const std::string& t : family.hf_model_types)
-      known += concat(known.empty() ? "" : ", ", "\"", t, "\" (", family.hf_architecture, ")");
-  throw IOError(op, concat("'", dir.string(), "': model_type \"", type->get<std::string>(), "\" is not supported: expected ",
-                           known));
+  return model_family_of_hf(dir, "nn::load_pretrained").load_hf(dir);
 }
 
 void save_pretrained(Module& model, const std::filesystem::path& dir, hf::WriteOptions options) {

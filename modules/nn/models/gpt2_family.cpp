@@ -40,6 +40,19 @@ std::vector<LoraSite> lora_sites(Module& model) {
   return sites;
 }
 
+// A named size changed by the fields: the vocabulary padded to a multiple of 128 as llm.c's.
+std::shared_ptr<Module> make(std::string_view size, ConfigFields fields, const PartOf& part_of) {
+  GPT2Config c = GPT2Config::from_name(size.empty() ? "d12" : size);
+  c.num_layers = fields.size("num_layers", c.num_layers);
+  c.num_heads = fields.size("num_heads", c.num_heads);
+  c.channels = fields.size("channels", c.channels);
+  c.max_seq_len = fields.size("max_seq_len", c.max_seq_len);
+  c.vocab_size = fields.size("vocab_size", c.vocab_size);
+  c.padded_vocab_size = (c.vocab_size + 127) / 128 * 128;
+  fields.finish("GPT2Config");
+  return std::make_shared<GPT2Impl>(c, nullptr, part_of(c.num_layers));
+}
+
 }  // namespace
 
 ModelFamily gpt2_family() {
@@ -48,9 +61,12 @@ ModelFamily gpt2_family() {
       .hf_model_types = {"gpt2"},
       .hf_architecture = "GPT2LMHeadModel",
       .holds = [](const Module& model) { return dynamic_cast<const GPT2Impl*>(&model) != nullptr; },
-      .load_hf = [](const std::filesystem::path& dir, bool weights) -> std::shared_ptr<Module> {
-        if (weights) return from_checkpoint(hf::read_gpt2(dir));
-        return std::make_shared<GPT2Impl>(GPT2Config::from_llmc(hf::read_gpt2_config(dir)));
+      .sizes = {"d12", "d24", "d36", "d48"},
+      .make = make,
+      .load_hf = [](const std::filesystem::path& dir) { return from_checkpoint(hf::read_gpt2(dir)); },
+      .from_hf_config = [](const std::filesystem::path& dir, const PartOf& part_of) -> std::shared_ptr<Module> {
+        const GPT2Config config = GPT2Config::from_llmc(hf::read_gpt2_config(dir));
+        return std::make_shared<GPT2Impl>(config, nullptr, part_of(config.num_layers));
       },
       .save_hf = [](const Module& model, const std::filesystem::path& dir, const hf::WriteOptions& options) {
         hf::write_gpt2(dir, to_checkpoint(model, "nn::save_pretrained"), options);

@@ -47,6 +47,23 @@ std::vector<LoraSite> lora_sites(Module& model) {
   return sites;
 }
 
+std::shared_ptr<Module> make(std::string_view size, ConfigFields fields, const PartOf& part_of) {
+  LLaMA3Config c = LLaMA3Config::from_name(size.empty() ? "llama3_1B" : size);
+  c.num_layers = fields.size("num_layers", c.num_layers);
+  c.num_heads = fields.size("num_heads", c.num_heads);
+  c.num_kv_heads = fields.size("num_kv_heads", c.num_kv_heads);
+  c.channels = fields.size("channels", c.channels);
+  c.max_seq_len = fields.size("max_seq_len", c.max_seq_len);
+  c.vocab_size = fields.size("vocab_size", c.vocab_size);
+  c.ffn_dim_multiplier = fields.number("ffn_dim_multiplier", c.ffn_dim_multiplier);
+  c.multiple_of = fields.size("multiple_of", c.multiple_of);
+  c.norm_eps = fields.number("norm_eps", c.norm_eps);
+  c.rope_theta = fields.number("rope_theta", c.rope_theta);
+  c.use_scaled_rope = fields.flag("use_scaled_rope", c.use_scaled_rope);
+  fields.finish("LLaMA3Config");
+  return std::make_shared<LLaMA3Impl>(c, nullptr, part_of(c.num_layers));
+}
+
 }  // namespace
 
 ModelFamily llama3_family() {
@@ -55,9 +72,12 @@ ModelFamily llama3_family() {
       .hf_model_types = {"llama"},
       .hf_architecture = "LlamaForCausalLM",
       .holds = [](const Module& model) { return dynamic_cast<const LLaMA3Impl*>(&model) != nullptr; },
-      .load_hf = [](const std::filesystem::path& dir, bool weights) -> std::shared_ptr<Module> {
-        if (weights) return from_checkpoint(hf::read_llama3(dir));
-        return std::make_shared<LLaMA3Impl>(LLaMA3Config::from_llmc(hf::read_llama3_config(dir)));
+      .sizes = {"llama3_1B", "llama3_3B", "llama3_8B"},
+      .make = make,
+      .load_hf = [](const std::filesystem::path& dir) { return from_checkpoint(hf::read_llama3(dir)); },
+      .from_hf_config = [](const std::filesystem::path& dir, const PartOf& part_of) -> std::shared_ptr<Module> {
+        const LLaMA3Config config = LLaMA3Config::from_llmc(hf::read_llama3_config(dir));
+        return std::make_shared<LLaMA3Impl>(config, nullptr, part_of(config.num_layers));
       },
       .save_hf = [](const Module& model, const std::filesystem::path& dir, const hf::WriteOptions& options) {
         hf::write_llama3(dir, to_checkpoint(model, "nn::save_pretrained"), options);

@@ -5,7 +5,7 @@
 // it: nothing outside a model's own files names its class.
 //
 //   const nn::ModelFamily& family = nn::model_family("qwen3");
-//   std::shared_ptr<nn::Module> model = family.load_hf("Qwen3-0.6B", /*weights=*/true);
+//   std::shared_ptr<nn::Module> model = family.load_hf("Qwen3-0.6B");
 //   nn::causal_lm(*model).forward_cached(idx, cache);
 //   nn::model_family_of(*model).save_hf(*model, "out", {.dtype = kBFloat16});
 //
@@ -33,16 +33,46 @@ struct LoraSite {
   std::int64_t rope_heads = 0;         // > 0: q or k heads in Infini's interleaved RoPE order
 };
 
+// Which part of a model of `num_blocks` blocks to build (ModelPart::whole: all of it).
+using PartOf = std::function<ModelPart(std::int64_t num_blocks)>;
+
+// A config's fields changed by name ("num_layers" -> "4"), as the trainers' size flags give
+// them: each family reads those it has, and finish() refuses any other, naming the flag.
+class ConfigFields {
+ public:
+  ConfigFields() = default;
+  explicit ConfigFields(std::map<std::string, std::string> values) : values_(std::move(values)) {}
+  // `current`, or the field's value; Error naming --<field> for a value that is not a whole
+  // number (size), a number (number) or 0/1/true/false (flag).
+  std::int64_t size(const std::string& field, std::int64_t current);
+  float number(const std::string& field, float current);
+  bool flag(const std::string& field, bool current);
+  // Error from `op` naming each field no read asked for (the model's fields listed).
+  void finish(std::string_view op) const;
+  bool empty() const { return values_.empty(); }
+
+ private:
+  const std::string* take(const std::string& field);
+  std::map<std::string, std::string> values_;
+  std::vector<std::string> read_;
+};
+
 struct ModelFamily {
   std::string name;                         // "gpt2", "llama3", "qwen3" (the trainer's --model)
   std::vector<std::string> hf_model_types;  // config.json's model_type values it reads ("llama")
   std::string hf_architecture;              // the transformers class it writes ("LlamaForCausalLM")
   // Whether `model` is one of this family's models.
   std::function<bool(const Module& model)> holds;
-  // A whole model on the CPU in float32 from a Hugging Face directory: its config.json's sizes
-  // and, with `weights`, its weights (else initialised from the default generator). IOError
-  // naming the directory and key / tensors for what the family cannot run.
-  std::function<std::shared_ptr<Module>(const std::filesystem::path& dir, bool weights)> load_hf;
+  std::vector<std::string> sizes;  // named sizes ("d12", "llama3_1B", "qwen3_0.6B"), the first the default
+  // A model of the named size (empty: the default) changed by `fields` (the config's field
+  // names), holding the part `part_of` picks, initialised from the default generator (a part
+  // draws what the whole model would). Error for another size or a field it does not have.
+  std::function<std::shared_ptr<Module>(std::string_view size, ConfigFields fields, const PartOf& part_of)> make;
+  // A whole model on the CPU in float32 with a Hugging Face directory's config and weights.
+  // IOError naming the directory and key / tensors for what the family cannot run.
+  std::function<std::shared_ptr<Module>(const std::filesystem::path& dir)> load_hf;
+  // A model of the directory's config.json sizes only, as `make` initialises it.
+  std::function<std::shared_ptr<Module>(const std::filesystem::path& dir, const PartOf& part_of)> from_hf_config;
   // Writes a whole model of one process as a Hugging Face directory.
   std::function<void(const Module& model, const std::filesystem::path& dir, const hf::WriteOptions& options)> save_hf;
   // llm.c's checkpoint file, where the family has one (else empty functions).
@@ -67,6 +97,11 @@ const ModelFamily& model_family(std::string_view name);
 const ModelFamily& model_family_of(const Module& model, std::string_view op = "nn::model_family_of");
 // The family reading config.json's model_type `type`, or null.
 const ModelFamily* model_family_for_hf_type(std::string_view type);
+// The family of the Hugging Face directory `dir` (its config.json's model_type); IOError from
+// `op` naming the directory, the model_type and the supported ones otherwise.
+const ModelFamily& model_family_of_hf(const std::filesystem::path& dir, std::string_view op);
+// The family with the named size `size`, or null.
+const ModelFamily* model_family_with_size(std::string_view size);
 // `model` as a causal LM; Error naming its type otherwise.
 CausalLM& causal_lm(Module& model);
 const CausalLM& causal_lm(const Module& model);

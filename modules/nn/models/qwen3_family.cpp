@@ -190,6 +190,23 @@ std::vector<LoraSite> lora_sites(Module& module) {
   return sites;
 }
 
+std::shared_ptr<Module> make(std::string_view size, ConfigFields fields, const PartOf& part_of) {
+  Qwen3Config c = Qwen3Config::from_name(size.empty() ? "qwen3_0.6B" : size);
+  c.num_layers = fields.size("num_layers", c.num_layers);
+  c.num_heads = fields.size("num_heads", c.num_heads);
+  c.num_kv_heads = fields.size("num_kv_heads", c.num_kv_heads);
+  c.head_dim = fields.size("head_dim", c.head_dim);
+  c.channels = fields.size("channels", c.channels);
+  c.intermediate_size = fields.size("intermediate_size", c.intermediate_size);
+  c.max_seq_len = fields.size("max_seq_len", c.max_seq_len);
+  c.vocab_size = fields.size("vocab_size", c.vocab_size);
+  c.norm_eps = fields.number("norm_eps", c.norm_eps);
+  c.rope_theta = fields.number("rope_theta", c.rope_theta);
+  c.tie_word_embeddings = fields.flag("tie_word_embeddings", c.tie_word_embeddings);
+  fields.finish("Qwen3Config");
+  return std::make_shared<Qwen3Impl>(c, nullptr, part_of(c.num_layers));
+}
+
 }  // namespace
 
 ModelFamily qwen3_family() {
@@ -198,9 +215,12 @@ ModelFamily qwen3_family() {
       .hf_model_types = {"qwen3"},
       .hf_architecture = "Qwen3ForCausalLM",
       .holds = [](const Module& model) { return dynamic_cast<const Qwen3Impl*>(&model) != nullptr; },
-      .load_hf = [](const std::filesystem::path& dir, bool weights) -> std::shared_ptr<Module> {
-        if (weights) return read_model(dir);
-        return std::make_shared<Qwen3Impl>(read_config(Source{.op = "nn::load_pretrained", .dir = dir}));
+      .sizes = {"qwen3_0.6B", "qwen3_1.7B"},
+      .make = make,
+      .load_hf = read_model,
+      .from_hf_config = [](const std::filesystem::path& dir, const PartOf& part_of) -> std::shared_ptr<Module> {
+        const Qwen3Config config = read_config(Source{.op = "nn::load_pretrained", .dir = dir});
+        return std::make_shared<Qwen3Impl>(config, nullptr, part_of(config.num_layers));
       },
       .save_hf = write_model,
       .load_llmc = {},
