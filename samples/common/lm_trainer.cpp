@@ -85,7 +85,7 @@ void add_train_flags(CLI::App& app, TrainFlags& f) {
   app.add_option("--top_k", f.top_k, "sampling: the k most likely tokens (0: all)");
   app.add_option("--temperature", f.temperature, "sampling temperature");
   app.add_option("--save", f.save, "directory for checkpoints: each rank writes its pieces of the training state (checkpoint.json and "
-                 "shard-*.safetensors), and an llm.c checkpoint of the whole model");
+                 "shard-*.safetensors), and an llm.c checkpoint of the whole model where the family has one");
   app.add_option("--async_save", f.async_save,
                  "1: --save copies the state to host memory and writes its files on a background thread; the "
                  "checkpoint is published once every rank's are written (training waits only for the copy)")
@@ -106,7 +106,7 @@ void add_train_flags(CLI::App& app, TrainFlags& f) {
                  "under mpirun: 1 shards the optimizer state over the data-parallel ranks (ZeRO-1), 2 the "
                  "gradients too (ZeRO-2: each micro-batch's reduce-scattered, the full gradient never kept), 3 the "
                  "parameters too (ZeRO-3 / FSDP: each block all-gathered just before its forward and its backward, "
-                 "released after; not with --pipeline_parallel); each rank saves its shard")->check(CLI::Range(0, 3));
+                 "released after; in every layout, pipelines included); each rank saves its shard")->check(CLI::Range(0, 3));
   app.add_option("--tensor_parallel", f.tensor_parallel,
                  "under mpirun: ranks each layer is split over (heads, MLP features, vocabulary); the data-parallel "
                  "size is the world size / this")->check(CLI::PositiveNumber);

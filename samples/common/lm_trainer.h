@@ -1,4 +1,4 @@
-// The training loop shared by the gpt2 and llama3 samples: flags, llm.c batch order,
+// The training loop of the lm trainer (samples/lm; also built as gpt2 and llama3): flags, llm.c batch order,
 // gradient accumulation, AdamW with a warmup + constant or cosine schedule, gradient
 // clipping, validation, sampling, metrics and checkpoints.
 #pragma once
@@ -44,7 +44,8 @@ struct TrainFlags {
   int max_skipped_steps = 5;
   bool check_numerics = false;  // the precision checker: the first NaN/Inf an op makes is an error naming it
   std::string dump_numerics;    // directory: per-rank statistics of every module output and gradient per step
-  int zero_stage = 0;  // under mpirun: 1 shards optimizer state over the data-parallel ranks, 2 gradients too
+  // under mpirun: 1 shards optimizer state over the data-parallel ranks, 2 gradients too, 3 parameters too
+  int zero_stage = 0;
   int tensor_parallel = 1;    // ranks each layer is split over (mpirun); dp = world / (tensor x pipeline)
   bool sequence_parallel = false;  // activations between the tensor-parallel regions split along the sequence
   int pipeline_parallel = 1;  // pipeline stages (mpirun), the blocks split between them
