@@ -8,6 +8,8 @@
 // dim; one outside [-size, size) is an IndexError naming op, dim, index and size.
 // Duplicate indices: a scatter without reduction writes each element's updates in index
 // order, so the last one wins; reductions combine all of them, in index order.
+module;
+#include "infini/op_lists.h"
 export module infini.kernels:index;
 import infini.std;
 import infini.tensor;
@@ -16,7 +18,7 @@ export import :index_plan;
 
 export namespace infini {
 
-enum class ScatterMode : std::uint8_t { Copy, Add, Multiply, Amax, Amin };
+enum class ScatterMode : std::uint8_t { INFINI_SCATTER_MODES(INFINI_ENUM_ENTRY) };
 
 // The first element of `index` (int64, row-major order) outside [lo, hi), if any.
 struct IndexRangeKernel {

@@ -1,23 +1,18 @@
 // Raw (non-differentiable) tensor ops and the kernel signatures behind them. These
 // functions check shapes and dtypes, broadcast and promote, allocate the result and call
 // the device's kernel; infini.autograd builds the differentiable ops on top of them.
+module;
+#include "infini/op_lists.h"
 export module infini.kernels:ops;
 import infini.std;
 import infini.tensor;
 
 export namespace infini {
 
-enum class UnaryOp : std::uint8_t {
-  // same dtype as the input
-  Neg, Abs, Sign, Relu, Clamp, Floor,
-  // floating-point result (integer inputs are computed in float32)
-  Exp, Expm1, Log, Log1p, Log2, Sqrt, Rsqrt, Reciprocal, Sin, Cos, Tanh, Sigmoid, Erf,
-  LeakyRelu, Elu, GeluErf, GeluTanh, Silu, Softplus, PowScalar,
-  // bool result
-  IsNan, IsInf, LogicalNot,
-};
-inline constexpr int kUnaryOpCount = 29;
-static_assert(static_cast<int>(UnaryOp::LogicalNot) + 1 == kUnaryOpCount, "keep kUnaryOpCount in step");
+// The op lists are shared with the CUDA backend (cuda/include/infini/op_lists.h), which says
+// what each group of ops returns.
+enum class UnaryOp : std::uint8_t { INFINI_UNARY_OPS(INFINI_ENUM_ENTRY) };
+inline constexpr int kUnaryOpCount = INFINI_COUNT(INFINI_UNARY_OPS);
 
 // Extra arguments of parametrised unary ops: LeakyRelu(slope), Elu(alpha),
 // Softplus(beta, threshold), Clamp(min, max; NaN = unbounded), PowScalar(exponent).
@@ -26,19 +21,12 @@ struct UnaryParams {
   double b = 0;
 };
 
-enum class BinaryOp : std::uint8_t {
-  Add, Sub, Mul, Div, FloorDiv, Pow, Maximum, Minimum,  // arithmetic
-  GeluBackward, GeluTanhBackward,                       // a * gelu'(b): GELU's gradient (a = grad, b = x)
-  Eq, Ne, Lt, Le, Gt, Ge,                               // comparisons -> bool
-  LogicalAnd, LogicalOr, LogicalXor,                    // -> bool
-};
-inline constexpr int kBinaryOpCount = 19;
-static_assert(static_cast<int>(BinaryOp::LogicalXor) + 1 == kBinaryOpCount, "keep kBinaryOpCount in step");
+enum class BinaryOp : std::uint8_t { INFINI_BINARY_OPS(INFINI_ENUM_ENTRY) };
+inline constexpr int kBinaryOpCount = INFINI_COUNT(INFINI_BINARY_OPS);
 
 // LogSumExp is log(sum(exp(x))), computed as max + log(sum(exp(x - max))).
-enum class ReduceOp : std::uint8_t { Sum, Prod, Max, Min, Any, All, LogSumExp };
-inline constexpr int kReduceOpCount = 7;
-static_assert(static_cast<int>(ReduceOp::LogSumExp) + 1 == kReduceOpCount, "keep kReduceOpCount in step");
+enum class ReduceOp : std::uint8_t { INFINI_REDUCE_OPS(INFINI_ENUM_ENTRY) };
+inline constexpr int kReduceOpCount = INFINI_COUNT(INFINI_REDUCE_OPS);
 
 // out[i] = op(in[i]); same shape; out's dtype is in's, or bool for IsNan/IsInf/LogicalNot.
 struct UnaryKernel {

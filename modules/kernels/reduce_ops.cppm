@@ -1,6 +1,8 @@
 // Raw reductions beyond ReduceOp: max/min along one dim with the index where they occur
 // (argmax/argmin), and cumulative sums, products, log-sum-exps and max/min (scans) along
 // one dim.
+module;
+#include "infini/op_lists.h"
 export module infini.kernels:reduce_ops;
 import infini.std;
 import infini.tensor;
@@ -8,7 +10,7 @@ import :ops;
 
 export namespace infini {
 
-enum class ScanOp : std::uint8_t { Sum, Prod, LogSumExp };
+enum class ScanOp : std::uint8_t { INFINI_SCAN_OPS(INFINI_ENUM_ENTRY) };
 
 // values, indices (in's shape with size 1 at `dim`) = the max (op Max) or min (op Min) of
 // in along dim and the index of its first occurrence; NaN beats every number, like PyTorch.

@@ -16,15 +16,12 @@ using cuda_glue::element_type;
 using cuda_glue::run;
 using cuda_glue::to_arrays;
 
+// Every value of the two sides' enums (one list each, op_lists.h) agrees.
 static_assert(cuda::kUnaryOpCount == kUnaryOpCount && cuda::kBinaryOpCount == kBinaryOpCount);
-static_assert(static_cast<int>(cuda::UnaryOp::Exp) == static_cast<int>(UnaryOp::Exp) &&
-              static_cast<int>(cuda::UnaryOp::PowScalar) == static_cast<int>(UnaryOp::PowScalar) &&
-              static_cast<int>(cuda::UnaryOp::IsNan) == static_cast<int>(UnaryOp::IsNan) &&
-              static_cast<int>(cuda::UnaryOp::LogicalNot) == static_cast<int>(UnaryOp::LogicalNot));
-static_assert(static_cast<int>(cuda::BinaryOp::GeluBackward) == static_cast<int>(BinaryOp::GeluBackward) &&
-              static_cast<int>(cuda::BinaryOp::Eq) == static_cast<int>(BinaryOp::Eq) &&
-              static_cast<int>(cuda::BinaryOp::LogicalAnd) == static_cast<int>(BinaryOp::LogicalAnd) &&
-              static_cast<int>(cuda::BinaryOp::LogicalXor) == static_cast<int>(BinaryOp::LogicalXor));
+#define INFINI_SAME_UNARY(name) static_assert(static_cast<int>(cuda::UnaryOp::name) == static_cast<int>(UnaryOp::name));
+#define INFINI_SAME_BINARY(name) static_assert(static_cast<int>(cuda::BinaryOp::name) == static_cast<int>(BinaryOp::name));
+INFINI_UNARY_OPS(INFINI_SAME_UNARY)
+INFINI_BINARY_OPS(INFINI_SAME_BINARY)
 
 void unary_cuda(const Tensor& out, const Tensor& in, UnaryOp op, UnaryParams params) {
   const auto code = static_cast<cuda::UnaryOp>(op);

@@ -17,11 +17,9 @@ using cuda_glue::array_of;
 using cuda_glue::element_type;
 using cuda_glue::run;
 
-static_assert(static_cast<int>(cuda::ScatterMode::Copy) == static_cast<int>(ScatterMode::Copy) &&
-              static_cast<int>(cuda::ScatterMode::Add) == static_cast<int>(ScatterMode::Add) &&
-              static_cast<int>(cuda::ScatterMode::Multiply) == static_cast<int>(ScatterMode::Multiply) &&
-              static_cast<int>(cuda::ScatterMode::Amax) == static_cast<int>(ScatterMode::Amax) &&
-              static_cast<int>(cuda::ScatterMode::Amin) == static_cast<int>(ScatterMode::Amin));
+// Every value of the two sides' enums (one list, op_lists.h) agrees.
+#define INFINI_SAME_SCATTER(name) static_assert(static_cast<int>(cuda::ScatterMode::name) == static_cast<int>(ScatterMode::name));
+INFINI_SCATTER_MODES(INFINI_SAME_SCATTER)
 
 // Temporary device memory for one kernel call: byte tensors from the caching allocator,
 // kept until the Scratch dies (after the call; later kernels run after it on the stream).

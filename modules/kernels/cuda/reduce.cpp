@@ -15,10 +15,11 @@ namespace {
 using cuda_glue::array_of;
 using cuda_glue::run;
 
-static_assert(static_cast<int>(cuda::ReductionOp::LogSumExp) == static_cast<int>(ReduceOp::LogSumExp) &&
-              static_cast<int>(cuda::ReductionOp::Any) == static_cast<int>(ReduceOp::Any));
-static_assert(static_cast<int>(cuda::CumulativeOp::LogSumExp) == static_cast<int>(ScanOp::LogSumExp) &&
-              static_cast<int>(cuda::CumulativeOp::Prod) == static_cast<int>(ScanOp::Prod));
+// Every value of the two sides' enums (one list each, op_lists.h) agrees.
+#define INFINI_SAME_REDUCE(name) static_assert(static_cast<int>(cuda::ReductionOp::name) == static_cast<int>(ReduceOp::name));
+#define INFINI_SAME_SCAN(name) static_assert(static_cast<int>(cuda::CumulativeOp::name) == static_cast<int>(ScanOp::name));
+INFINI_REDUCE_OPS(INFINI_SAME_REDUCE)
+INFINI_SCAN_OPS(INFINI_SAME_SCAN)
 
 // Scratch memory for one call on `device`: a byte tensor that the holder keeps alive until
 // it is destroyed (after the call has queued its kernels; the caching allocator orders any

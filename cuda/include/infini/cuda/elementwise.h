@@ -6,26 +6,15 @@
 #include <cstdint>
 
 #include "infini/cuda/cuda.h"
+#include "infini/op_lists.h"
 
 namespace infini::cuda {
 
-// Same order and meaning as infini::UnaryOp.
-enum class UnaryOp : std::uint8_t {
-  Neg, Abs, Sign, Relu, Clamp, Floor,
-  Exp, Expm1, Log, Log1p, Log2, Sqrt, Rsqrt, Reciprocal, Sin, Cos, Tanh, Sigmoid, Erf,
-  LeakyRelu, Elu, GeluErf, GeluTanh, Silu, Softplus, PowScalar,
-  IsNan, IsInf, LogicalNot,
-};
-inline constexpr int kUnaryOpCount = 29;
-
-// Same order and meaning as infini::BinaryOp.
-enum class BinaryOp : std::uint8_t {
-  Add, Sub, Mul, Div, FloorDiv, Pow, Maximum, Minimum,
-  GeluBackward, GeluTanhBackward,
-  Eq, Ne, Lt, Le, Gt, Ge,
-  LogicalAnd, LogicalOr, LogicalXor,
-};
-inline constexpr int kBinaryOpCount = 19;
+// infini::UnaryOp and BinaryOp: one list each (op_lists.h).
+enum class UnaryOp : std::uint8_t { INFINI_UNARY_OPS(INFINI_ENUM_ENTRY) };
+inline constexpr int kUnaryOpCount = INFINI_COUNT(INFINI_UNARY_OPS);
+enum class BinaryOp : std::uint8_t { INFINI_BINARY_OPS(INFINI_ENUM_ENTRY) };
+inline constexpr int kBinaryOpCount = INFINI_COUNT(INFINI_BINARY_OPS);
 
 // Whether `op` is defined for inputs of `type` (exactly the CPU kernels' rules): the ops
 // from Exp to PowScalar need a floating-point input, except PowScalar, which also takes

@@ -9,6 +9,7 @@
 #include <functional>
 
 #include "infini/cuda/cuda.h"
+#include "infini/op_lists.h"
 
 namespace infini::cuda {
 
@@ -17,8 +18,8 @@ namespace infini::cuda {
 // caller may reuse the memory as soon as the call has returned.
 using DeviceAlloc = std::function<void*(std::size_t bytes)>;
 
-// Same order and meaning as infini::ScatterMode.
-enum class ScatterMode : std::uint8_t { Copy, Add, Multiply, Amax, Amin };
+// infini::ScatterMode: one list (op_lists.h).
+enum class ScatterMode : std::uint8_t { INFINI_SCATTER_MODES(INFINI_ENUM_ENTRY) };
 
 // The first element (row-major order) of `index` (int64) outside [lo, hi): true and *bad
 // set to its value, or false. Waits for the answer.

@@ -10,13 +10,13 @@
 #include <functional>
 
 #include "infini/cuda/cuda.h"
+#include "infini/op_lists.h"
 
 namespace infini::cuda {
 
-// Same order and meaning as infini::ReduceOp.
-enum class ReductionOp : std::uint8_t { Sum, Prod, Max, Min, Any, All, LogSumExp };
-// Same order and meaning as infini::ScanOp.
-enum class CumulativeOp : std::uint8_t { Sum, Prod, LogSumExp };
+// infini::ReduceOp and ScanOp: one list each (op_lists.h).
+enum class ReductionOp : std::uint8_t { INFINI_REDUCE_OPS(INFINI_ENUM_ENTRY) };
+enum class CumulativeOp : std::uint8_t { INFINI_SCAN_OPS(INFINI_ENUM_ENTRY) };
 
 // Scratch device memory for one call: returns `bytes` bytes on the call's device that stay
 // valid for the kernels the call queues on Infini's stream (the caller keeps them alive until
