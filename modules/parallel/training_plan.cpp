@@ -320,4 +320,14 @@ std::int64_t TrainingPlan::whole_model_parameters() const {
   return std::llround(count[0]);
 }
 
+Tensor TrainingPlan::pipeline_logits(const Tensor& idx) const {
+  if (!pipeline_) throw Error("TrainingPlan.pipeline_logits", "the model is not pipelined (pp = 1)");
+  return pipeline_->logits(idx);
+}
+
+nn::Named<Tensor> TrainingPlan::gather_stage_parameters() const {
+  if (!pipeline_) throw Error("TrainingPlan.gather_stage_parameters", "the model is not pipelined (pp = 1)");
+  return pipeline_->gather_parameters();
+}
+
 }  // namespace infini::parallel

@@ -125,7 +125,17 @@ class TrainingPlan {
   const StagedModel& model() const { return model_; }
   optim::Optimizer& optimizer() const { return *optimizer_; }
   optim::GradScaler& scaler() { return scaler_; }
-  PipelineRunner* pipeline() const { return pipeline_.get(); }  // null unless pp > 1
+  // Whether the model runs as pipeline stages (pp > 1): it then has no whole model on a rank
+  // (logits and parameters come through the stages, below).
+  bool pipelined() const { return pipeline_ != nullptr; }
+  // idx (B, T) -> logits of every vocabulary column at every position through the stages, on
+  // every rank of the pipeline group (generation without a cache). Collective over the pipeline
+  // group. Error unless pipelined().
+  Tensor pipeline_logits(const Tensor& idx) const;
+  // The whole model's parameters (whole tensors by name) gathered from every stage on pipeline
+  // rank 0 of tensor-parallel rank 0; empty elsewhere. Collective over the pipeline and
+  // tensor-parallel groups. Error unless pipelined().
+  nn::Named<Tensor> gather_stage_parameters() const;
   const std::shared_ptr<TensorParallel>& tensor_parallel() const { return tp_; }
   const Layout& layout() const { return layout_; }
   const ParallelGroups& groups() const { return groups_; }

@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "sampling.h"
 #include "token_batches.h"
+#include "trainer_run.h"
 
 import infini.parallel;
 
@@ -190,50 +190,6 @@ void prepare_run(const TrainFlags& f) {
 
 namespace {
 
-// Appends JSON lines to --metrics_out (nothing without it).
-class Metrics {
- public:
-  explicit Metrics(const std::string& path) {
-    if (path.empty()) return;
-    out_.open(path, std::ios::app);
-    if (!out_) throw IOError("train", "cannot open " + path);
-  }
-  void line(const std::string& json) {
-    if (out_.is_open()) out_ << json << '\n' << std::flush;
-  }
-
- private:
-  std::ofstream out_;
-};
-
-std::string format(const char* fmt, auto... values) {
-  std::string text(static_cast<std::size_t>(std::snprintf(nullptr, 0, fmt, values...)), '\0');
-  std::snprintf(text.data(), text.size() + 1, fmt, values...);
-  return text;
-}
-
-// This process's resident memory (Linux: /proc/self/statm's second field, in pages); 0 where
-// it cannot be read.
-std::int64_t resident_bytes() {
-  std::ifstream statm("/proc/self/statm");
-  std::int64_t size = 0, resident = 0;
-  if (!(statm >> size >> resident)) return 0;
-  return resident * static_cast<std::int64_t>(sysconf(_SC_PAGESIZE));
-}
-
-// A JSON number, or null for NaN and infinities (which JSON has no numbers for).
-std::string json_number(double value, const char* fmt = "%.7f") {
-  return std::isfinite(value) ? format(fmt, value) : std::string("null");
-}
-
-// Autocast for the forward passes of a --dtype bfloat16 / float16 run on CUDA (matrix
-// products and attention in 16 bits, norms, softmax and losses in float32, float32 master
-// weights); nothing otherwise.
-std::optional<AutocastGuard> forward_precision(const TrainFlags& f) {
-  if (f.device != "cuda" || f.dtype == "float32") return std::nullopt;
-  return std::optional<AutocastGuard>(std::in_place, DeviceType::CUDA, f.dtype == "bfloat16" ? kBFloat16 : kFloat16);
-}
-
 // AdamW with weight decay on matrices and embeddings only (dim >= 2), like llm.c's
 // train_gpt2.py; biases and norm weights are not decayed. Under ZeRO-1 the plan gives this
 // rank's pieces of the parameters, each decayed as its parameter is.
@@ -261,74 +217,6 @@ std::unique_ptr<optim::LRScheduler> make_schedule(optim::Optimizer& optimizer, c
     return step < warmup ? static_cast<double>(step + 1) / static_cast<double>(warmup) : 1.0;
   });
 }
-
-// A step whose loss or gradient norm was not finite: said on stderr (rank 0); an Error once
-// --max_skipped_steps of them came in a row, or when a CUDA graph applied its update anyway.
-void check_non_finite(const parallel::StepResult& result, std::int64_t step, int in_a_row, const TrainFlags& f,
-                      bool main_rank) {
-  const std::string what = concat("step ", step, ": loss ", result.loss, ", gradient norm ", result.grad_norm);
-  if (!result.skipped && f.cuda_graph)
-    throw Error("train", concat(what, " is not finite, and the CUDA graph's update was applied with it; stopping "
-                                      "before these weights are saved"));
-  if (!result.skipped) {  // --max_skipped_steps 0
-    if (main_rank) std::fprintf(stderr, "%s is not finite; the update was applied (--max_skipped_steps 0)\n", what.c_str());
-    return;
-  }
-  if (main_rank)
-    std::fprintf(stderr, "%s is not finite: the update is skipped on every rank (%d in a row, --max_skipped_steps %d)\n",
-                 what.c_str(), in_a_row, f.max_skipped_steps);
-  if (in_a_row >= f.max_skipped_steps)
-    throw Error("train", concat(what, ": ", in_a_row, " steps in a row had a non-finite loss or gradient norm ",
-                                "(--max_skipped_steps ", f.max_skipped_steps, "); stopping. The weights are those "
-                                "of the last finite step; no checkpoint was written from these steps"));
-}
-
-// The --val_batches micro-batches of the validation tokens, from their start.
-std::vector<data::Example> validation_batches(TokenBatches& val, const TrainFlags& f) {
-  std::vector<data::Example> batches;
-  for (std::int64_t i = 0; i < f.val_batches; ++i) batches.push_back(val.sequences(i * f.batch_size, f.batch_size));
-  return batches;
-}
-
-// What generation starts from and prints through: an llm.c tokenizer file or a Hugging Face
-// tokenizer (--tokenizer_bin / --tokenizer), or neither (ids printed as <id>).
-struct SampleText {
-  std::optional<llmc::TokenizerFile> llmc;
-  std::optional<text::Tokenizer> hf;
-
-  std::int64_t start_token(std::int64_t vocab_size) const {
-    if (hf) return hf->document_token();
-    return llmc && llmc->eot_token ? *llmc->eot_token : vocab_size - 1;
-  }
-  std::string decode(const std::vector<std::int64_t>& tokens) const {
-    std::string text;
-    for (const std::int64_t t : tokens) {
-      if (hf && t >= 0 && t < hf->vocab_size())
-        text += hf->token_bytes(t);
-      else if (llmc && t >= 0 && t < static_cast<std::int64_t>(llmc->tokens.size()))
-        text += llmc->tokens[static_cast<std::size_t>(t)];
-      else
-        text += "<" + std::to_string(t) + ">";
-    }
-    return text;
-  }
-};
-
-// The ranks of the run. Under mpirun: the world as dp x tp (parallel::Layout); the ranks of a
-// tensor-parallel group split every layer, and each data-parallel replica trains on its share
-// of each step's sequences. Without a launcher: no process group and the plain
-// single-process path.
-struct Ranks {
-  std::shared_ptr<parallel::ProcessGroup> world;  // null without a launcher
-  parallel::Layout layout{1};
-  parallel::ParallelGroups groups = {};
-  Device device = Device::cpu();  // the rank's GPU: cuda:<local rank mod the GPUs it sees>
-  int rank = 0;
-  bool main() const { return rank == 0; }
-  // Whether this rank is in rank 0's model replica (validation, sampling and the whole-model
-  // export run there: collectives over its tensor-parallel group).
-  bool main_replica() const { return groups.coord.dp == 0; }
-};
 
 // "world: mpi (ranks 0 and 1 share GPU ... through host memory), tp: nccl (...)": how
 // each group of this rank moves CUDA tensors.
@@ -389,62 +277,14 @@ parallel::StagedModel staged_model(const LanguageModel& lm) {
           .tied_parameters = model->tied_parameters()};
 }
 
-// `value` of every rank, in rank order (this one's alone without a launcher).
-std::vector<double> every_rank(const Ranks& ranks, double value) {
-  if (!ranks.world) return {value};
-  Tensor t = zeros({ranks.world->size()}, TensorOptions{.dtype = kFloat64});
-  t.data_ptr<double>()[ranks.rank] = value;
-  ranks.world->all_reduce(t).wait();
-  return {t.data_ptr<double>(), t.data_ptr<double>() + t.numel()};
-}
+// The micro-batches of a step: B sequences of T tokens, micro_steps of them per
+// data-parallel rank, tokens_per_step in all. Error naming the flags that do not fit.
+struct StepShape {
+  std::int64_t B, T, dp, micro_steps, tokens_per_step;
+};
 
-// Error unless every parameter of every rank is finite (a collective): a checkpoint is never
-// written from NaN or infinite weights.
-void check_finite_weights(const Ranks& ranks, const parallel::TrainingPlan& plan, std::int64_t step) {
-  NoGradGuard no_grad;
-  std::string first_bad;
-  const auto gathered = plan.gather_parameters();  // ZeRO-3: every rank's blocks
-  for (const auto& [name, p] : plan.module().named_parameters())
-    if (first_bad.empty() && any(logical_or(isnan(p), isinf(p))).to(Device::cpu()).item<bool>()) first_bad = name;
-  const std::vector<double> bad = every_rank(ranks, first_bad.empty() ? 0.0 : 1.0);
-  for (std::size_t r = 0; r < bad.size(); ++r)
-    if (bad[r] != 0)
-      throw Error("train", concat("after step ", step, " the weights are not finite (rank ", r,
-                                  first_bad.empty() || static_cast<int>(r) != ranks.rank ? std::string()
-                                                                                          : concat(": ", first_bad),
-                                  "); not saving them over the last checkpoint"));
-}
-
-// A JSON array of whole numbers.
-std::string json_integers(const std::vector<double>& values) {
-  std::string text = "[";
-  for (std::size_t i = 0; i < values.size(); ++i) text += (i ? ", " : "") + std::to_string(std::llround(values[i]));
-  return text + "]";
-}
-
-// --profile: this rank's recorded events to DIR/rank_<r>.json; once every rank has written,
-// rank 0 merges them into DIR/trace.json.
-void write_profile(const std::string& dir, const Ranks& ranks) {
-  const std::filesystem::path root(dir);
-  std::filesystem::create_directories(root);
-  const parallel::LayoutCoord c = ranks.groups.coord;
-  trace::write_chrome_file(root / concat("rank_", ranks.rank, ".json"), trace::take_events(), ranks.rank,
-                           concat("rank ", ranks.rank, " (dp ", c.dp, ", tp ", c.tp, ", pp ", c.pp, ")"));
-  std::vector<std::filesystem::path> files = {root / "rank_0.json"};
-  if (ranks.world) {
-    every_rank(ranks, 0);  // a barrier: every file is written
-    for (int r = 1; r < ranks.world->size(); ++r) files.push_back(root / concat("rank_", r, ".json"));
-  }
-  if (!ranks.main()) return;
-  trace::merge_chrome_files(files, root / "trace.json");
-  std::printf("profile: %s (open it in ui.perfetto.dev or chrome://tracing)\n", (root / "trace.json").c_str());
-}
-
-int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ranks) {
-  const parallel::Layout& layout = ranks.layout;
-  const std::string layout_name = layout.str() + (f.sequence_parallel ? " SP" : "");
+StepShape step_shape(const TrainFlags& f, const parallel::Layout& layout) {
   const std::int64_t B = f.batch_size, T = f.sequence_length, dp = layout.dp();
-  const bool zero = ranks.world && f.zero_stage >= 1;  // ZeRO shards over data-parallel ranks
   if (f.sequence_parallel && layout.tp() == 1)
     throw Error("train", "--sequence_parallel 1 splits the sequence over the tensor-parallel ranks: it needs "
                          "--tensor_parallel > 1");
@@ -461,16 +301,18 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
   if (tokens_per_step % (B * T * dp) != 0)
     throw Error("train", concat("--total_batch_size ", tokens_per_step, " is not a multiple of batch_size * sequence_length",
                                 " * data-parallel ranks = ", B, " * ", T, " * ", dp, " = ", B * T * dp));
-  // Each micro-step, data-parallel rank r takes sequences (k * dp + r) * B .. + B - 1 of the step's.
-  const std::int64_t micro_steps = tokens_per_step / (B * T * dp), sequences_per_step = tokens_per_step / T;
+  const std::int64_t micro_steps = tokens_per_step / (B * T * dp);
   if (f.cuda_graph && micro_steps > 1)
     throw Error("train", concat("--cuda_graph 1 replays one micro-step per step; --total_batch_size ", tokens_per_step,
                                 " needs ", micro_steps, " (use --batch_size ", tokens_per_step / T, ")"));
+  return {B, T, dp, micro_steps, tokens_per_step};
+}
 
-  // The plan builds this rank's part of the model (only its stages' blocks under pipeline
-  // parallelism) and runs every step of it.
-  std::optional<LanguageModel> built;
-  const parallel::BuildModel build = [&](std::shared_ptr<parallel::TensorParallel> tp, const parallel::PartFor& part_for) {
+// What the plan builds on this rank: the factory's model (only this rank's part under pipeline
+// parallelism), with its LoRA adapters, kept in `built` for the loop.
+parallel::BuildModel build_model(const ModelFactory& make, const TrainFlags& f, const parallel::Layout& layout,
+                                 std::optional<LanguageModel>& built) {
+  return [&make, &f, &layout, &built](std::shared_ptr<parallel::TensorParallel> tp, const parallel::PartFor& part_for) {
     const PartFor named_part = [&](std::int64_t num_blocks) {
       try {
         return part_for(num_blocks);
@@ -486,141 +328,54 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
     if (!f.lora_in.empty()) {
       nn::lora::load_adapters(*built->module, f.lora_in);
     } else if (f.lora_rank > 0) {
-      std::vector<std::string> targets = f.lora_targets;
-      if (targets.empty()) targets = nn::model_family_of(*built->module).default_lora_targets;
+      const std::vector<std::string> targets =
+          f.lora_targets.empty() ? nn::model_family_of(*built->module).default_lora_targets : f.lora_targets;
       nn::lora::apply(*built->module,
                       {.rank = f.lora_rank, .alpha = f.lora_alpha, .dropout = f.lora_dropout, .targets = targets});
     }
     return staged_model(*built);
   };
-  const Device device = ranks.device;
-  const bool autocast = device.is_cuda() && f.dtype != "float32";
-  parallel::TrainingPlan plan(layout, ranks.groups, build,
-                              {.zero_stage = zero ? f.zero_stage : 0,
-                               .sequence_parallel = f.sequence_parallel,
-                               .schedule = f.pp_schedule,
-                               .pipeline_blocks = f.pipeline_blocks,
-                               .micro_batches = static_cast<int>(micro_steps),
-                               .grad_clip = f.grad_clip,
-                               .checkpoint_blocks = f.activation_checkpointing == "full",
-                               .recompute_attention = f.activation_checkpointing == "selective",
-                               .device = device,
-                               .autocast = autocast ? std::optional(f.dtype == "bfloat16" ? kBFloat16 : kFloat16)
-                                                    : std::nullopt,
-                               // float16's narrow range: gradients scaled up by a dynamic factor
-                               .loss_scaling = device.is_cuda() && f.dtype == "float16",
-                               .cuda_graph = f.cuda_graph,
-                               .skip_non_finite = f.max_skipped_steps > 0},
-                              adamw(f));
-  const LanguageModel& lm = *built;
-  if (T > lm.max_seq_len) throw Error("train", concat("--sequence_length ", T, " exceeds the model's ", lm.max_seq_len));
+}
 
-  std::optional<TokenBatches> val_data;
-  if (!f.input_val_bin.empty()) val_data.emplace(std::make_shared<llmc::TokenFile>(f.input_val_bin), T, false, f.seed, lm.vocab_size);
-  SampleText sample_text;
-  if (!f.tokenizer_bin.empty()) sample_text.llmc = llmc::read_tokenizer_file(f.tokenizer_bin);
-  if (!f.tokenizer.empty()) {
-    sample_text.hf = text::Tokenizer::from_pretrained(f.tokenizer);
-    if (sample_text.hf->vocab_size() > lm.vocab_size)  // a model's vocabulary may be padded (Qwen3's 151936)
-      throw Error("train", concat("--tokenizer ", f.tokenizer, " has ", sample_text.hf->vocab_size(),
-                                  " tokens, more than the model's vocabulary of ", lm.vocab_size));
-  }
+parallel::PlanOptions plan_options(const TrainFlags& f, const Ranks& ranks, const StepShape& shape) {
+  const bool zero = ranks.world && f.zero_stage >= 1;  // ZeRO shards over data-parallel ranks
+  const bool autocast = ranks.device.is_cuda() && f.dtype != "float32";
+  return {.zero_stage = zero ? f.zero_stage : 0,
+          .sequence_parallel = f.sequence_parallel,
+          .schedule = f.pp_schedule,
+          .pipeline_blocks = f.pipeline_blocks,
+          .micro_batches = static_cast<int>(shape.micro_steps),
+          .grad_clip = f.grad_clip,
+          .checkpoint_blocks = f.activation_checkpointing == "full",
+          .recompute_attention = f.activation_checkpointing == "selective",
+          .device = ranks.device,
+          .autocast = autocast ? std::optional(f.dtype == "bfloat16" ? kBFloat16 : kFloat16) : std::nullopt,
+          // float16's narrow range: gradients scaled up by a dynamic factor
+          .loss_scaling = ranks.device.is_cuda() && f.dtype == "float16",
+          .cuda_graph = f.cuda_graph,
+          .skip_non_finite = f.max_skipped_steps > 0};
+}
 
-  nn::Module& model = plan.module();
-  parallel::PipelineRunner* const pipeline = plan.pipeline();
-  auto schedule = make_schedule(plan.optimizer(), f);
-  // Saved with the model and optimizer: the schedule, and the default generator (rank 0's).
-  const std::vector<parallel::ReplicatedState> replicated_state = {
-      {"scheduler", [&] { return schedule->state_dict(); }, [&](const StateDict& s) { schedule->load_state_dict(s); }},
-      {"rng", [] { return io::generator_state_dict(default_generator()); },
-       [](const StateDict& s) { io::load_generator_state_dict(default_generator(), s); }}};
-  std::int64_t saved_step = 0;
-  // The batch order (a resumed run keeps its own) and the layout, informational.
-  std::map<std::string, std::string> run_metadata = {
-      {"data_seed", std::to_string(f.seed)}, {"layout", layout_name}, {"zero_stage", std::to_string(zero ? f.zero_stage : 0)}};
-  if (!f.load.empty()) {
-    const parallel::DistributedCheckpoint checkpoint = open_checkpoint(f.load);
-    // --export_llmc needs only the model (the schedule may have been made for another run length).
-    plan.load_sharded_state(checkpoint, f.export_llmc.empty() ? replicated_state : std::vector<parallel::ReplicatedState>{});
-    saved_step = checkpoint.step();
-    if (checkpoint.metadata().contains("data_seed")) run_metadata["data_seed"] = checkpoint.metadata().at("data_seed");
-    if (ranks.main())
-      std::printf("resumed from %s at step %lld (saved as %s)\n", f.load.c_str(), static_cast<long long>(saved_step),
-                  checkpoint.metadata().contains("layout") ? checkpoint.metadata().at("layout").c_str() : "?");
-  }
-  // The whole model as an llm.c checkpoint or a Hugging Face directory (written by rank 0;
-  // collective over its replica).
-  auto export_model = [&](const std::filesystem::path& path, ModelFormat format) {
-    const auto gathered = plan.gather_parameters();  // ZeRO-3: every rank's blocks
-    if (!ranks.main_replica()) return;
-    if (pipeline) {  // the stages' parts gathered on rank 0
-      const nn::Named<Tensor> whole = pipeline->gather_parameters();
-      if (ranks.main()) lm.write_model(path, format, whole);
-    } else {
-      lm.export_model(path, format, ranks.main());
-    }
-  };
-  const auto export_llmc = [&](const std::filesystem::path& path) { export_model(path, ModelFormat::kLlmc); };
-  // LoRA: the adapters (every rank's blocks of them under ZeRO-3) in PEFT's files, and folded
-  // into the base weights before a final export.
-  const auto save_adapters = [&](const std::filesystem::path& dir) {
-    const auto gathered = plan.gather_parameters();
-    if (ranks.main()) nn::lora::save_adapters(model, dir);
-  };
-  const auto merge_adapters = [&] {
-    if (!uses_lora(f)) return;
-    const auto gathered = plan.gather_parameters();
-    nn::lora::merge(model);
-  };
-  if (!f.export_llmc.empty()) {
-    merge_adapters();
-    export_llmc(f.export_llmc);
-    if (ranks.main()) std::printf("wrote step %lld's model to %s\n", static_cast<long long>(saved_step), f.export_llmc.c_str());
-    return 0;
-  }
-  // Every rank writes its own pieces of the state (replicated ones once) into --save; the
-  // checkpoint appears only once every rank's are written. With --async_save the files are
-  // written on a background thread and published at the first step boundary after they are
-  // all written (or before the next save, or at the end). Then the llm.c export.
-  const std::uint64_t data_seed = std::stoull(run_metadata.at("data_seed"));
-  TokenBatches train_data(std::make_shared<llmc::TokenFile>(f.input_bin), T, f.shuffle, data_seed, lm.vocab_size);
-  Metrics metrics(ranks.main() ? f.metrics_out : std::string());
-  std::optional<parallel::AsyncCheckpointSave> pending;
-  auto publish = [&] {
-    pending->commit();
-    if (ranks.main()) std::printf("saved step %lld to %s\n", static_cast<long long>(pending->step()), f.save.c_str());
-    pending.reset();
-  };
-  auto save = [&](std::int64_t step) {
-    check_finite_weights(ranks, plan, step - 1);
-    if (pending) publish();
-    const auto start = Clock::now();
-    if (f.async_save) {
-      pending.emplace(f.save, step, plan.sharded_state(replicated_state), ranks.world,
-                      parallel::DistributedSaveOptions{.metadata = run_metadata});
-    } else {
-      parallel::save_distributed_checkpoint(f.save, step, plan.sharded_state(replicated_state), ranks.world,
-                                            {.metadata = run_metadata});
-    }
-    const double save_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-    const auto export_start = Clock::now();
-    if (uses_lora(f))  // the base model is the one started from: the adapters are what changed
-      save_adapters(std::filesystem::path(f.save) / "adapter");
-    else if (!lm.llmc_name().empty())
-      export_llmc(std::filesystem::path(f.save) / lm.llmc_name());
-    const double export_ms = std::chrono::duration<double, std::milli>(Clock::now() - export_start).count();
-    // How long training waited for the checkpoint (with --async_save, for the host copy).
-    metrics.line(format("{\"step\": %lld, \"save_ms\": %.3f, \"export_ms\": %.3f, \"async\": %s}",
-                        static_cast<long long>(step), save_ms, export_ms, f.async_save ? "true" : "false"));
-    if (ranks.main() && !pending) std::printf("saved step %lld to %s\n", static_cast<long long>(step), f.save.c_str());
-  };
+// --load: the checkpoint's state (saved under any layout) into the plan, with the LR schedule
+// and the RNG unless only exporting; the step it was saved after.
+std::int64_t resume(TrainerRun& run) {
+  const parallel::DistributedCheckpoint checkpoint = open_checkpoint(run.flags.load);
+  // --export_llmc needs only the model (the schedule may have been made for another run length).
+  run.plan.load_sharded_state(checkpoint, run.flags.export_llmc.empty() ? run.replicated_state
+                                                                         : std::vector<parallel::ReplicatedState>{});
+  if (checkpoint.metadata().contains("data_seed")) run.metadata["data_seed"] = checkpoint.metadata().at("data_seed");
+  if (run.ranks.main())
+    std::printf("resumed from %s at step %lld (saved as %s)\n", run.flags.load.c_str(),
+                static_cast<long long>(checkpoint.step()),
+                checkpoint.metadata().contains("layout") ? checkpoint.metadata().at("layout").c_str() : "?");
+  return checkpoint.step();
+}
 
-  // The whole model's parameters, and this rank's own (its part, tensor-parallel shards).
-  const std::int64_t num_params = plan.whole_model_parameters();
-  std::int64_t rank_params = 0;
-  for (const Tensor& p : model.parameters()) rank_params += p.numel();
-  const std::vector<double> rank_parameters = every_rank(ranks, static_cast<double>(rank_params));
-  if (ranks.main() && uses_lora(f)) {
+void print_run(const TrainerRun& run, const StepShape& shape) {
+  const std::int64_t num_params = run.plan.whole_model_parameters();  // a collective under a pipeline
+  if (!run.ranks.main()) return;
+  nn::Module& model = run.plan.module();
+  if (uses_lora(run.flags)) {
     std::int64_t adapter_params = 0;
     for (const auto& adapter : nn::lora::adapters(model))
       for (const Tensor& p : adapter->parameters()) adapter_params += p.numel();
@@ -629,130 +384,73 @@ int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ran
                 100.0 * static_cast<double>(adapter_params) / static_cast<double>(num_params),
                 static_cast<long long>(num_params));
   }
-  if (ranks.main())
-    std::printf("%lld parameters | %s | %lld tokens per step = %lld micro-batches of %lld x %lld per rank | %s | %d threads%s\n",
-                static_cast<long long>(num_params), layout_name.c_str(), static_cast<long long>(tokens_per_step),
-                static_cast<long long>(micro_steps), static_cast<long long>(B), static_cast<long long>(T),
-                (device.str() + (f.cuda_graph ? " (CUDA graph)" : "")).c_str(), omp_get_max_threads(),
-                dp > 1 ? " per rank" : "");
-  double total_ms = 0, last_loss = 0;
-  std::int64_t timed_steps = 0;
-  Generator sample_rng(f.seed);
-  // The tokens fed to generation go to the model's device.
-  const CachedLogitsFn sample_logits = [&lm, &f, pipeline, device](const Tensor& tokens, nn::KVCache& cache) {
-    if (pipeline) return pipeline->logits(tokens).to(kFloat32);  // the whole window each time (no cache)
-    const auto autocast = forward_precision(f);
-    return lm.logits_cached(tokens.to(device), cache).to(kFloat32);
-  };
-  // --check_numerics and --dump_numerics name modules by their paths in this rank's model.
+  std::printf("%lld parameters | %s | %lld tokens per step = %lld micro-batches of %lld x %lld per rank | %s | %d threads%s\n",
+              static_cast<long long>(num_params), run.layout_name.c_str(), static_cast<long long>(shape.tokens_per_step),
+              static_cast<long long>(shape.micro_steps), static_cast<long long>(shape.B), static_cast<long long>(shape.T),
+              (run.ranks.device.str() + (run.flags.cuda_graph ? " (CUDA graph)" : "")).c_str(), omp_get_max_threads(),
+              shape.dp > 1 ? " per rank" : "");
+}
+
+// The run: the plan builds this rank's part of the model and runs each step; the components
+// (trainer_run.h) do everything around the steps, each at its own time. Each clock reading
+// follows a wait for the device (plan.step ends by reading the loss back).
+int run_training(const ModelFactory& make, const TrainFlags& f, const Ranks& ranks) {
+  const StepShape shape = step_shape(f, ranks.layout);
+  std::optional<LanguageModel> built;
+  parallel::TrainingPlan plan(ranks.layout, ranks.groups, build_model(make, f, ranks.layout, built),
+                              plan_options(f, ranks, shape), adamw(f));
+  const LanguageModel& lm = *built;
+  if (shape.T > lm.max_seq_len)
+    throw Error("train", concat("--sequence_length ", shape.T, " exceeds the model's ", lm.max_seq_len));
+  auto schedule = make_schedule(plan.optimizer(), f);
+  Metrics metrics(ranks.main() ? f.metrics_out : std::string());
+  const bool zero = ranks.world && f.zero_stage >= 1;
+  TrainerRun run{
+      .flags = f, .ranks = ranks, .plan = plan, .lm = lm, .metrics = metrics,
+      .layout_name = ranks.layout.str() + (f.sequence_parallel ? " SP" : ""),
+      .tokens_per_step = shape.tokens_per_step,
+      // Saved with the model and optimizer: the schedule, and the default generator (rank 0's).
+      .replicated_state = {{"scheduler", [&] { return schedule->state_dict(); },
+                            [&](const StateDict& s) { schedule->load_state_dict(s); }},
+                           {"rng", [] { return io::generator_state_dict(default_generator()); },
+                            [](const StateDict& s) { io::load_generator_state_dict(default_generator(), s); }}},
+      // The batch order (a resumed run keeps its own) and the layout, informational.
+      .metadata = {{"data_seed", std::to_string(f.seed)}, {"layout", ranks.layout.str() + (f.sequence_parallel ? " SP" : "")},
+                   {"zero_stage", std::to_string(zero ? f.zero_stage : 0)}}};
+  const std::int64_t first_step = f.load.empty() ? 0 : resume(run);
+  if (!f.export_llmc.empty()) {
+    run.merge_adapters();
+    run.export_model(f.export_llmc, ModelFormat::kLlmc);
+    if (ranks.main()) std::printf("wrote step %lld's model to %s\n", static_cast<long long>(first_step), f.export_llmc.c_str());
+    return 0;
+  }
+  TokenBatches train_data(std::make_shared<llmc::TokenFile>(f.input_bin), shape.T, f.shuffle,
+                          std::stoull(run.metadata.at("data_seed")), lm.vocab_size);
+  print_run(run, shape);
   if (f.check_numerics) numerics::set_checking(true);
-  std::optional<numerics::NumericsDump> dump;
-  if (!f.dump_numerics.empty()) dump.emplace(f.dump_numerics, ranks.rank);
-  if (numerics::checking() || dump) model.label_modules();  // checking: the flag or INFINI_CHECK_NUMERICS=1
-  // Each clock reading below follows a wait for the device: times cover its work, not only
-  // the launches (validation, sampling and saving end by reading results back).
-  const std::int64_t first_step = saved_step;
-  int skipped_in_a_row = 0;  // steps with a non-finite loss or gradient norm
+  std::vector<std::unique_ptr<TrainerComponent>> components;
+  for (auto* const make_component : {&profiler, &numerics_dump, &non_finite_guard, &validator, &sampler,
+                                     &checkpointer, &final_export})
+    if (auto component = (*make_component)(run)) components.push_back(std::move(component));
+  components.insert(components.begin(), step_log(run, first_step));
+  // --check_numerics and --dump_numerics name modules by their paths in this rank's model.
+  if (numerics::checking() || !f.dump_numerics.empty()) plan.module().label_modules();
+  const std::int64_t sequences_per_step = shape.tokens_per_step / shape.T;
   for (std::int64_t step = first_step; step < f.num_iteration; ++step) {
     const auto start = Clock::now();
-    std::vector<data::Example> batches;  // this data-parallel rank's micro-batches
-    for (std::int64_t k = 0; k < micro_steps; ++k)
-      batches.push_back(train_data.sequences(step * sequences_per_step + (k * dp + ranks.groups.coord.dp) * B, B));
-    const bool profiled = !f.profile.empty() && std::find(f.profile_steps.begin(), f.profile_steps.end(), step) !=
-                                                    f.profile_steps.end();
-    trace::set_recording(profiled);
-    if (dump) dump->begin_step(step);
+    std::vector<data::Example> batches;  // this data-parallel rank's micro-batches: each micro-step k,
+    for (std::int64_t k = 0; k < shape.micro_steps; ++k)  // rank r takes sequences (k * dp + r) * B .. + B - 1
+      batches.push_back(train_data.sequences(step * sequences_per_step + (k * shape.dp + ranks.groups.coord.dp) * shape.B,
+                                             shape.B));
+    for (const auto& component : components) component->before_step(step);
     const parallel::StepResult result = plan.step(batches);
-    if (dump) dump->end_step(model.named_parameters());
-    trace::set_recording(false);
     const double lr = schedule->get_last_lr()[0];
-    if (result.skipped && !result.non_finite && ranks.main())
-      std::printf("step %lld: non-finite gradients, update skipped; loss scale now %g\n", static_cast<long long>(step),
-                  plan.scaler().get_scale());
     schedule->step();
-    const auto end = Clock::now();
-    const double ms = std::chrono::duration<double, std::milli>(end - start).count();
-    const double tokens_per_s = static_cast<double>(tokens_per_step) / (ms / 1000.0);
-    const std::int64_t peak = memory_stats(device).peak_allocated_bytes;
-    const double norm = result.grad_norm;
-    last_loss = result.loss;
-    if (step > first_step || f.num_iteration - first_step == 1) {  // the first step warms caches up
-      total_ms += ms;
-      ++timed_steps;
-    }
-    if (ranks.main()) {
-      std::printf("step %lld/%lld | %s | loss %.4f | lr %.2e | norm %.2f | %.1f ms | %.0f tok/s | peak %.1f GiB\n",
-                  static_cast<long long>(step), static_cast<long long>(f.num_iteration), layout_name.c_str(), last_loss,
-                  lr, norm, ms, tokens_per_s, static_cast<double>(peak) / (1 << 30));
-      std::fflush(stdout);
-    }
-    metrics.line(format("{\"step\": %lld, \"loss\": %s, \"lr\": %.6e, \"grad_norm\": %s, \"ms\": %.3f, "
-                        "\"tokens_per_s\": %.1f, \"peak_bytes\": %lld, \"forward_ms\": %.3f, \"backward_ms\": %.3f, "
-                        "\"optimizer_ms\": %.3f, \"activation_bytes\": %lld, \"allocated_bytes\": %lld, "
-                        "\"rss_bytes\": %lld, \"skipped\": %s}",
-                        static_cast<long long>(step), json_number(last_loss).c_str(), lr,
-                        json_number(norm, "%.6f").c_str(), ms, tokens_per_s, static_cast<long long>(peak),
-                        result.forward_ms, result.backward_ms, result.update_ms,
-                        static_cast<long long>(result.activation_bytes),
-                        static_cast<long long>(memory_stats(device).allocated_bytes),
-                        static_cast<long long>(resident_bytes()), result.skipped ? "true" : "false"));
-    skipped_in_a_row = result.non_finite ? skipped_in_a_row + 1 : 0;
-    if (result.non_finite) check_non_finite(result, step, skipped_in_a_row, f, ranks.main());
-    const std::int64_t done = step + 1;  // steps taken
-    const bool last = done == f.num_iteration;
-    const bool validate = val_data && f.val_loss_every > 0 && (done % f.val_loss_every == 0 || last);
-    const bool sample = f.sample_every > 0 && (done % f.sample_every == 0 || last);
-    // Validation and sampling run the whole model on every rank of the main replica (through
-    // the stages under pipeline parallelism).
-    if ((ranks.main_replica() || f.zero_stage == 3) && validate) {  // ZeRO-3: a collective over dp
-      model.eval();
-      const double val_loss = plan.loss(validation_batches(*val_data, f));
-      if (ranks.main()) std::printf("step %lld | val loss %.4f\n", static_cast<long long>(step), val_loss);
-      metrics.line(format("{\"step\": %lld, \"val_loss\": %.7f}", static_cast<long long>(step), val_loss));
-    }
-    // Every rank of the main replica samples the same tokens from the same whole logits (under
-    // ZeRO-3 from the parameters every data-parallel rank gathers).
-    const auto gathered = sample ? std::optional(plan.gather_parameters()) : std::nullopt;
-    if (ranks.main_replica() && sample) {
-      model.eval();
-      std::vector<std::int64_t> tokens = {sample_text.start_token(lm.vocab_size)};
-      generate(tokens, f.text_length, sample_logits, lm.vocab_size, lm.max_seq_len, f.top_k, f.temperature,
-               sample_rng, /*use_cache=*/!pipeline);
-      if (ranks.main()) std::printf("---\n%s\n---\n", sample_text.decode({tokens.begin() + 1, tokens.end()}).c_str());
-    }
-    if (!f.save.empty() && ((f.save_interval > 0 && done % f.save_interval == 0) || last)) save(done);
-    else if (pending && pending->written_everywhere()) publish();
+    const StepReport report{.step = step, .done = step + 1, .last = step + 1 == f.num_iteration, .result = result,
+                            .ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count(), .lr = lr};
+    for (const auto& component : components) component->after_step(report);
   }
-  if (pending) publish();
-  if (!f.lora_out.empty()) {
-    save_adapters(f.lora_out);
-    if (ranks.main()) std::printf("wrote the LoRA adapters to %s\n", f.lora_out.c_str());
-  }
-  if (!f.hf_out.empty()) {
-    merge_adapters();
-    export_model(f.hf_out, ModelFormat::kHuggingFace);
-    if (ranks.main()) std::printf("wrote the model to %s\n", f.hf_out.c_str());
-  }
-  if (!f.profile.empty()) write_profile(f.profile, ranks);
-  const double mean_ms = timed_steps > 0 ? total_ms / static_cast<double>(timed_steps) : 0;
-  // Every rank's parameters and peak bytes (its part of the model under pipeline parallelism).
-  const std::vector<double> rank_peaks =
-      every_rank(ranks, static_cast<double>(memory_stats(device).peak_allocated_bytes));
-  std::int64_t optimizer_bytes = 0;  // this rank's optimizer state (AdamW: two moments per trained element)
-  for (const auto& [name, t] : plan.optimizer().state_dict()) optimizer_bytes += t.numel() * static_cast<std::int64_t>(itemsize(t.dtype()));
-  metrics.line(format("{\"summary\": {\"layout\": \"%s\", \"steps\": %lld, \"final_loss\": %s, \"mean_ms\": %.3f, "
-                      "\"tokens_per_s\": %.1f, \"peak_bytes\": %lld, \"peak_bytes_max\": %lld, \"parameters\": %lld, "
-                      "\"rank_parameters\": %s, \"rank_peak_bytes\": %s, \"optimizer_bytes\": %lld}}",
-                      layout_name.c_str(), static_cast<long long>(f.num_iteration), json_number(last_loss).c_str(), mean_ms,
-                      mean_ms > 0 ? static_cast<double>(tokens_per_step) / (mean_ms / 1000.0) : 0.0,
-                      static_cast<long long>(memory_stats(device).peak_allocated_bytes),
-                      std::llround(*std::max_element(rank_peaks.begin(), rank_peaks.end())),
-                      static_cast<long long>(num_params), json_integers(rank_parameters).c_str(),
-                      json_integers(rank_peaks).c_str(), static_cast<long long>(optimizer_bytes)));
-  if (ranks.main())
-    std::printf("done: %s, %lld steps, mean %.1f ms/step after the first, optimizer state %lld bytes on rank 0\n",
-                layout_name.c_str(), static_cast<long long>(f.num_iteration), mean_ms,
-                static_cast<long long>(optimizer_bytes));
+  for (auto it = components.rbegin(); it != components.rend(); ++it) (*it)->finish();
   return 0;
 }
 
