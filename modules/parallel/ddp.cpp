@@ -32,20 +32,22 @@ std::vector<Tensor> trained_parameters(const nn::Module& module) {
   return trained;
 }
 
+namespace {
+
+const DDPOptions& checked(const DDPOptions& options) {
+  if (options.finalize_explicitly)
+    throw Error("DistributedDataParallel", "finalize_explicitly is for a caller that ends the step itself (a pipeline "
+                                           "runner); DDP ends each synchronised backward");
+  return options;
+}
+
+}  // namespace
+
 DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> module,
                                                  std::shared_ptr<ProcessGroup> group, DDPOptions options)
     : module_(module ? std::move(module) : throw Error("DistributedDataParallel", "expected a module, got nullptr")),
       group_(group ? std::move(group) : throw Error("DistributedDataParallel", "expected a process group, got nullptr")),
       reducer_(broadcast_state(*module_, *group_, options), trained_names(module_->named_parameters()), group_,
-               {.buckets = options.buckets,
-                .gradient_as_bucket_view = options.gradient_as_bucket_view,
-                .find_unused_parameters = options.find_unused_parameters,
-                .rebuild_buckets = options.rebuild_buckets,
-                .shard_gradients = options.shard_gradients,
-                .release_gradients = options.release_gradients,
-                .shard_parameters = options.shard_parameters,
-                .gather_dtypes = options.gather_dtypes,
-                .timeout = options.timeout,
-                .bucket_groups = options.bucket_groups}) {}
+               checked(options)) {}
 
 }  // namespace infini::parallel

@@ -20,18 +20,9 @@ import :runtime;
 
 export namespace infini::parallel {
 
-struct DDPOptions {
-  BucketOptions buckets = {};
-  bool gradient_as_bucket_view = false;  // see ReducerOptions
-  bool find_unused_parameters = false;   // see ReducerOptions
-  bool rebuild_buckets = true;
-  bool shard_gradients = false;          // ZeRO-1; see ReducerOptions
-  bool release_gradients = false;        // ZeRO-2, with shard_gradients; see ReducerOptions
-  bool shard_parameters = false;         // ZeRO-3, with release_gradients; see ReducerOptions
-  std::vector<DataType> gather_dtypes = {};  // ZeRO-3; see ReducerOptions
-  std::vector<int> bucket_groups = {};   // see ReducerOptions (ZeRO-3: a group per unit gathered at once)
-  std::optional<Clock::duration> timeout = std::nullopt;
-};
+// DistributedDataParallel's options are its reducer's; DDP ends each synchronised backward
+// itself, so finalize_explicitly is refused.
+using DDPOptions = ReducerOptions;
 
 // The parameters of `module` that require grad, in registration order: those a
 // DistributedDataParallel reduces (and ZeRO shards). Frozen ones (a LoRA model's base weights)

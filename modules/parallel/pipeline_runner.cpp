@@ -54,8 +54,8 @@ PipelineRunner::PipelineRunner(StagedModel model, ParallelGroups groups, const L
       schedule_(schedule_by_name(schedule)),
       blocks_(std::move(blocks_of_virtual_stage)) {
   check_schedule_shape(schedule, shape_);
-  if (options.zero_stage < 0 || options.zero_stage > 3)
-    throw Error("PipelineRunner", concat("zero_stage ", options.zero_stage, ": expected 0, 1, 2 or 3"));
+  if (options.zero_stage > ZeroStage::kParameters)
+    throw Error("PipelineRunner", concat("zero_stage ", static_cast<int>(options.zero_stage), ": expected 0, 1, 2 or 3"));
   simulate_pipeline(schedule_, shape_, {});  // the dry run: every call valid, nothing left waiting
   const nn::ModelPart expected = stage_part(shape_, groups_.coord.pp, blocks_);
   if (staged_.part.blocks != expected.blocks || staged_.part.embed != expected.embed ||
@@ -80,11 +80,12 @@ PipelineRunner::PipelineRunner(StagedModel model, ParallelGroups groups, const L
     // parameters get buckets of their own, reduce-scattered by that chunk's passes. ZeRO-3:
     // each block's parameters one bucket, each of the rest's its own (assign_units), and a
     // pass reduces its chunk's.
-    const bool by_chunk = zero_stage_ >= 2 && shape_.virtual_stages > 1;
+    const bool by_chunk = zero_stage_ >= ZeroStage::kGradients && shape_.virtual_stages > 1;
+    const bool zero3 = zero_stage_ == ZeroStage::kParameters;
     const std::vector<int> chunk_of = chunk_of_parameters();
     UnitAssignment units;
-    if (zero_stage_ == 3) units = assign_units(trained_parameters(), staged_.blocks);
-    std::vector<int> groups = zero_stage_ == 3 ? units.group_of : by_chunk ? chunk_of : std::vector<int>{};
+    if (zero3) units = assign_units(trained_parameters(), staged_.blocks);
+    std::vector<int> groups = zero3 ? units.group_of : by_chunk ? chunk_of : std::vector<int>{};
     if (by_chunk) {
       pass_groups_.resize(static_cast<std::size_t>(shape_.virtual_stages));
       for (std::size_t i = 0; i < groups.size(); ++i) {
@@ -92,16 +93,17 @@ PipelineRunner::PipelineRunner(StagedModel model, ParallelGroups groups, const L
         if (std::ranges::find(list, groups[i]) == list.end()) list.push_back(groups[i]);
       }
     }
-    const BucketOptions buckets = zero_stage_ == 3 ? kBucketPerGroup : BucketOptions{};
+    // ZeRO-3 under autocast: the linear layers' weights gathered in its dtype, as the plan's.
+    std::vector<DataType> dtypes;
+    if (zero3) dtypes = gather_dtypes(*staged_.module, trained_parameters(), options.autocast);
     reducer_ = std::make_unique<Reducer>(trained_parameters(), std::move(names), groups_.dp,
-                                         ReducerOptions{.buckets = buckets,
-                                                        .shard_gradients = zero_stage_ >= 1,
-                                                        .release_gradients = zero_stage_ >= 2,
-                                                        .shard_parameters = zero_stage_ == 3,
+                                         ReducerOptions{.buckets = zero3 ? kBucketPerGroup : BucketOptions{},
+                                                        .zero = zero_stage_,
+                                                        .gather_dtypes = std::move(dtypes),
                                                         .finalize_explicitly = true,
                                                         .bucket_groups = std::move(groups)});
     reducer_->set_sync(false);
-    if (zero_stage_ == 3) shard_blocks(units);
+    if (zero3) shard_blocks(units);
   }
 }
 
@@ -140,7 +142,7 @@ double PipelineRunner::step(const std::vector<data::Example>& micro_batches) {
   // cool-down), under ZeRO-2 in every pass, each reduce-scattered as it ends (with virtual
   // stages, the pass's chunk's buckets only).
   ModelStage::AroundGradients around;
-  if (reducer_ && zero_stage_ >= 2)
+  if (reducer_ && zero_stage_ >= ZeroStage::kGradients)
     around = [reducer = reducer_.get(), &pass_groups = pass_groups_](int chunk, bool, bool before) {
       reducer->set_sync(before,
                         pass_groups.empty() ? std::vector<int>{} : pass_groups.at(static_cast<std::size_t>(chunk)));
@@ -194,7 +196,7 @@ void PipelineRunner::finish_gradients() {
   if (reducer_) reducer_->finalize();
   if (!embedding_group_) return;  // rank 0 of it is the first stage
   for (const Tensor& p : staged_.tied_parameters) {
-    const bool released = zero_stage_ >= 2 && reducer_ && !holds_tied_copy(p);  // in the pieces
+    const bool released = zero_stage_ >= ZeroStage::kGradients && reducer_ && !holds_tied_copy(p);  // in the pieces
     if (!released && !p.grad().defined())
       throw Error("PipelineRunner", concat("a tied parameter of shape ", p.shape(), " has no gradient on pipeline rank ",
                                            groups_.coord.pp, " after the step"));
@@ -207,7 +209,7 @@ void PipelineRunner::finish_gradients() {
     if (holds_tied_copy(p)) {
       embedding_group_->all_reduce(p.grad()).wait();
       p.set_grad(Tensor());
-    } else if (reducer_ && zero_stage_ >= 1) {
+    } else if (reducer_ && zero_stage_ >= ZeroStage::kOptimizerState) {
       add_tied_gradient_to_pieces(p);
     } else {
       embedding_group_->all_reduce(p.grad()).wait();

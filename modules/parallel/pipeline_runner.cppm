@@ -49,14 +49,14 @@ struct StagedModel {
 
 struct PipelineOptions {
   std::shared_ptr<TensorParallel> tp = nullptr;  // the model's tensor-parallel layers (null without)
-  // 1: ZeRO-1 over the data-parallel group (see ReducerOptions::shard_gradients): reducer()'s
+  // ZeRO over the data-parallel group (see ReducerOptions::zero). ZeRO-1: reducer()'s
   // shard_pieces() are what this rank's optimizer updates, and after the update
-  // reducer()->all_gather_parameters() shares them. 2: ZeRO-2 (release_gradients), each
-  // gradient pass reduce-scattered as it ends (interleaved: each chunk's parameters in
-  // buckets of their own, reduce-scattered by that chunk's passes). 3: ZeRO-3, and the
-  // parameters sharded too (units(): each block gathered around its passes, the rest through
-  // the step).
-  int zero_stage = 0;
+  // reducer()->all_gather_parameters() shares them. ZeRO-2: each gradient pass
+  // reduce-scattered as it ends (interleaved: each chunk's parameters in buckets of their own,
+  // reduce-scattered by that chunk's passes). ZeRO-3: and the parameters sharded too
+  // (units(): each block gathered around its passes, the rest through the step; under
+  // autocast the linear layers' weights gathered in its dtype, as the plan's).
+  ZeroStage zero_stage = ZeroStage::kNone;
   // Activation checkpointing of every block (under zb-h1 a recomputed block's weight
   // gradients wait for the weight pass, as the block's own would).
   bool checkpoint_blocks = false;
@@ -120,7 +120,7 @@ class PipelineRunner {
   StagedModel staged_;
   ParallelGroups groups_;
   std::shared_ptr<TensorParallel> tp_;
-  int zero_stage_;
+  ZeroStage zero_stage_;
   PipelineShape shape_;
   Schedule schedule_;
   PipelineModel model_;

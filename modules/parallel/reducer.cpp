@@ -117,11 +117,11 @@ struct Reducer::State : std::enable_shared_from_this<State> {
         b.offsets.push_back(total);
         total += params[i].numel();
       }
-      if (options.shard_gradients) total = (total + ranks - 1) / ranks * ranks;  // equal blocks
+      if (options.shard_gradients()) total = (total + ranks - 1) / ranks * ranks;  // equal blocks
       b.numel = total;
       b.params = std::move(members);
       // release_gradients: a pass allocates the buffer; sharding moves one bucket at a time.
-      if (!options.release_gradients) allocate_buffer(b);
+      if (!options.release_gradients()) allocate_buffer(b);
       made.push_back(std::move(b));
     }
     buckets = std::move(made);
@@ -130,7 +130,7 @@ struct Reducer::State : std::enable_shared_from_this<State> {
         bucket_of[buckets[k].params[s]] = k;
         slot_of[buckets[k].params[s]] = s;
       }
-    if (options.shard_gradients)
+    if (options.shard_gradients())
       for (Bucket& b : buckets) shard(b);
     // Gradients already held as views of the old buckets move into the new ones.
     if (options.gradient_as_bucket_view)
@@ -159,9 +159,9 @@ struct Reducer::State : std::enable_shared_from_this<State> {
       home.copy_(params[i]);
       params[i].set_data(home);
     }
-    if (options.shard_parameters) b.shard = b.weights.narrow(0, start, length).clone();
-    const Tensor& owner = options.shard_parameters ? b.shard : b.weights;
-    const std::int64_t owner_start = options.shard_parameters ? start : 0;  // of `owner` in the bucket
+    if (options.shard_parameters()) b.shard = b.weights.narrow(0, start, length).clone();
+    const Tensor& owner = options.shard_parameters() ? b.shard : b.weights;
+    const std::int64_t owner_start = options.shard_parameters() ? start : 0;  // of `owner` in the bucket
     for (std::size_t slot = 0; slot < b.params.size(); ++slot) {
       const std::size_t i = b.params[slot];
       const std::int64_t offset = b.offsets[slot], numel = params[i].numel();
@@ -173,7 +173,7 @@ struct Reducer::State : std::enable_shared_from_this<State> {
       piece_owners.push_back(i);
       piece_offsets.push_back(lo - offset);
     }
-    if (options.shard_parameters) {
+    if (options.shard_parameters()) {
       b.weights.storage().release_memory();
       b.gathered = false;
       if (const DataType low = gather_dtype(b.params.front()); low != b.dtype) {
@@ -221,7 +221,7 @@ struct Reducer::State : std::enable_shared_from_this<State> {
     Bucket& bucket = buckets[bucket_of[i]];
     const Tensor& g = params[i].grad();
     // release_gradients: a bucket of one parameter needing no padding reduces the gradient itself.
-    const bool alias = options.release_gradients && bucket.params.size() == 1 && bucket.numel == params[i].numel() &&
+    const bool alias = options.release_gradients() && bucket.params.size() == 1 && bucket.numel == params[i].numel() &&
                        g.defined() && g.is_contiguous() && g.dtype() == bucket.dtype;
     if (alias) bucket.buffer = g.detach().reshape({-1});
     if (!bucket.buffer.defined()) allocate_buffer(bucket);
@@ -232,13 +232,13 @@ struct Reducer::State : std::enable_shared_from_this<State> {
     } else if (!(options.gradient_as_bucket_view && grad_is_view(i, view))) {
       view.copy_(g);
     }
-    if (options.release_gradients) params[i].set_grad(Tensor());  // its bucket holds it now
+    if (options.release_gradients()) params[i].set_grad(Tensor());  // its bucket holds it now
     ready[i] = true;
     pass_order.push_back(i);
     --bucket.pending;
     launch_ready();
     progress();
-    if (options.release_gradients) drain_finished();
+    if (options.release_gradients()) drain_finished();
   }
 
   // release_gradients: frees what the collectives are done with, and waits for the oldest
@@ -299,9 +299,9 @@ struct Reducer::State : std::enable_shared_from_this<State> {
     const ReduceOptions average{.op = ReduceOp::Avg,
                                 .accumulate_in_float32 = t == kBFloat16 || t == kFloat16,
                                 .timeout = options.timeout};
-    if (options.release_gradients) b.incoming = empty_like(b.block);
-    b.work = options.shard_gradients
-                 ? group->reduce_scatter(options.release_gradients ? b.incoming : b.block, b.buffer, average)
+    if (options.release_gradients()) b.incoming = empty_like(b.block);
+    b.work = options.shard_gradients()
+                 ? group->reduce_scatter(options.release_gradients() ? b.incoming : b.block, b.buffer, average)
                  : group->all_reduce(b.buffer, average);
     launches.push_back(k);
   }
@@ -351,10 +351,10 @@ struct Reducer::State : std::enable_shared_from_this<State> {
       reset_pass();
       throw;
     }
-    if (options.release_gradients)
+    if (options.release_gradients())
       for (std::size_t k = 0; k < buckets.size(); ++k)
         if (in_pass(k) && !buckets[k].drained) drain(buckets[k]);
-    if (options.shard_gradients) {
+    if (options.shard_gradients()) {
       for (std::size_t k = 0; k < buckets.size(); ++k)
         if (in_pass(k))
           for (std::size_t piece : buckets[k].pieces) pieces[piece].set_grad(piece_grads[piece]);
@@ -365,7 +365,7 @@ struct Reducer::State : std::enable_shared_from_this<State> {
     reset_pass();
     if (first_order.empty()) {
       first_order = order;
-      if (options.rebuild_buckets && !options.shard_gradients) rebuild(order);
+      if (options.rebuild_buckets && !options.shard_gradients()) rebuild(order);
     }
     if (!missing.empty() && !options.find_unused_parameters) {
       std::string list;
@@ -408,13 +408,8 @@ Reducer::Reducer(std::vector<Tensor> params, std::vector<std::string> names, std
                  ReducerOptions options)
     : state_(std::make_shared<State>()) {
   if (!group) throw Error("Reducer", "expected a process group, got nullptr");
-  if (options.release_gradients && !options.shard_gradients)
-    throw Error("Reducer", "release_gradients (ZeRO-2) keeps only this rank's blocks of the gradients: it needs "
-                           "shard_gradients");
-  if (options.shard_parameters && !options.release_gradients)
-    throw Error("Reducer", "shard_parameters (ZeRO-3) needs release_gradients and shard_gradients (ZeRO-2)");
-  if (options.shard_gradients && options.gradient_as_bucket_view)
-    throw Error("Reducer", "shard_gradients keeps only a block of each bucket's average: gradient_as_bucket_view "
+  if (options.shard_gradients() && options.gradient_as_bucket_view)
+    throw Error("Reducer", "ZeRO keeps only a block of each bucket's average: gradient_as_bucket_view "
                            "cannot apply");
   for (std::size_t i = 0; i < params.size(); ++i) {
     const Tensor& p = params[i];
@@ -431,8 +426,8 @@ Reducer::Reducer(std::vector<Tensor> params, std::vector<std::string> names, std
     throw Error("Reducer", concat("bucket_groups has ", options.bucket_groups.size(), " entries for ", s.params.size(),
                                   " parameters"));
   if (!options.gather_dtypes.empty()) {
-    if (!options.shard_parameters)
-      throw Error("Reducer", "gather_dtypes is the dtype of sharded parameters' gathers: it needs shard_parameters");
+    if (!options.shard_parameters())
+      throw Error("Reducer", "gather_dtypes is the dtype of sharded parameters' gathers: it needs ZeRO-3 (ZeroStage::kParameters)");
     if (options.gather_dtypes.size() != s.params.size())
       throw Error("Reducer", concat("gather_dtypes has ", options.gather_dtypes.size(), " entries for ", s.params.size(),
                                     " parameters"));
@@ -443,7 +438,7 @@ Reducer::Reducer(std::vector<Tensor> params, std::vector<std::string> names, std
                                            ": expected its own dtype, or bfloat16 or float16 for a float32 parameter"));
     }
   }
-  if (!options.bucket_groups.empty() && options.rebuild_buckets && !options.shard_gradients)
+  if (!options.bucket_groups.empty() && options.rebuild_buckets && !options.shard_gradients())
     options.rebuild_buckets = false;  // rebuilt buckets would follow the ready order across groups
   s.options = options;
   s.bucket_of.resize(s.params.size());
@@ -496,7 +491,7 @@ const std::vector<std::int64_t>& Reducer::shard_offsets() const { return state_-
 
 double Reducer::sharded_grad_norm() const {
   const State& s = *state_;
-  if (!s.options.shard_gradients) throw Error("Reducer::sharded_grad_norm", "expected shard_gradients = true");
+  if (!s.options.shard_gradients()) throw Error("Reducer::sharded_grad_norm", "expected ZeRO-1, 2 or 3");
   NoGradGuard no_grad;
   Tensor squares = zeros({1}, TensorOptions{.dtype = kFloat64});
   for (const auto& b : s.buckets) {
@@ -509,8 +504,8 @@ double Reducer::sharded_grad_norm() const {
 
 void Reducer::release_gradient_blocks() {
   State& s = *state_;
-  if (!s.options.release_gradients)
-    throw Error("Reducer::release_gradient_blocks", "expected release_gradients = true (ZeRO-2 or 3)");
+  if (!s.options.release_gradients())
+    throw Error("Reducer::release_gradient_blocks", "expected ZeRO-2 or 3");
   for (std::size_t k = 0; k < s.pieces.size(); ++k)
     if (s.pieces[k].grad().defined())
       throw Error("Reducer::release_gradient_blocks", concat("piece ", k, " (of ", s.param_name(s.piece_owners[k]),
@@ -520,10 +515,10 @@ void Reducer::release_gradient_blocks() {
 
 Work Reducer::all_gather_parameters() {
   State& s = *state_;
-  if (!s.options.shard_gradients) throw Error("Reducer::all_gather_parameters", "expected shard_gradients = true");
+  if (!s.options.shard_gradients()) throw Error("Reducer::all_gather_parameters", "expected ZeRO-1, 2 or 3");
   NoGradGuard no_grad;
   std::vector<Work> works;
-  if (s.options.shard_parameters) return when_all(works);  // gathered when used
+  if (s.options.shard_parameters()) return when_all(works);  // gathered when used
   for (const auto& b : s.buckets) {
     const std::int64_t length = b.block.numel();
     const Tensor mine = b.weights.narrow(0, length * s.group->rank(), length).clone();
@@ -534,7 +529,7 @@ Work Reducer::all_gather_parameters() {
 
 Work Reducer::gather_bucket(std::size_t k, bool full_precision) {
   State& s = *state_;
-  if (!s.options.shard_parameters) throw Error("Reducer::gather_bucket", "expected shard_parameters = true");
+  if (!s.options.shard_parameters()) throw Error("Reducer::gather_bucket", "expected ZeRO-3");
   auto& b = s.buckets.at(k);
   const bool full = full_precision || !b.low.defined();
   if (b.gathered && (b.full || !full)) return b.gathering;
@@ -550,7 +545,7 @@ Work Reducer::gather_bucket(std::size_t k, bool full_precision) {
 
 void Reducer::release_bucket(std::size_t k) {
   State& s = *state_;
-  if (!s.options.shard_parameters) throw Error("Reducer::release_bucket", "expected shard_parameters = true");
+  if (!s.options.shard_parameters()) throw Error("Reducer::release_bucket", "expected ZeRO-3");
   auto& b = s.buckets.at(k);
   if (!b.gathered) return;
   if (b.gathering.state()) b.gathering.wait();  // the collective still writes into the weights
@@ -561,5 +556,14 @@ void Reducer::release_bucket(std::size_t k) {
 }
 
 bool Reducer::bucket_gathered(std::size_t k) const { return state_->buckets.at(k).gathered; }
+
+std::string name(ZeroStage stage) {
+  return stage == ZeroStage::kNone ? "no ZeRO" : concat("ZeRO-", static_cast<int>(stage));
+}
+
+ZeroStage zero_stage(int stage, std::string_view op) {
+  if (stage < 0 || stage > 3) throw Error(std::string(op), concat("zero_stage ", stage, ": expected 0, 1, 2 or 3"));
+  return static_cast<ZeroStage>(stage);
+}
 
 }  // namespace infini::parallel

@@ -25,6 +25,18 @@ import :work;
 
 export namespace infini::parallel {
 
+// ZeRO's stages: what each data-parallel rank shards over the group (ReducerOptions::zero).
+enum class ZeroStage : std::uint8_t {
+  kNone = 0,            // every rank holds everything; gradients all-reduced
+  kOptimizerState = 1,  // ZeRO-1: the optimizer state and the averaged gradients
+  kGradients = 2,       // ZeRO-2: and the full gradient is never kept
+  kParameters = 3,      // ZeRO-3 (FSDP): and the parameters, gathered when used
+};
+// "ZeRO-2"; "no ZeRO" for kNone.
+std::string name(ZeroStage stage);
+// `stage` (0..3, as --zero_stage gives it); Error from `op` otherwise.
+ZeroStage zero_stage(int stage, std::string_view op);
+
 struct ReducerOptions {
   BucketOptions buckets = {};
   // Each grad() becomes a view into its bucket, so gradients are neither copied in before
@@ -38,29 +50,32 @@ struct ReducerOptions {
   bool find_unused_parameters = false;
   // Rebuild the buckets once, after the first synchronised backward, in gradient-ready order.
   bool rebuild_buckets = true;
-  // ZeRO stage 1 (Megatron's distributed optimizer): each bucket, padded to a multiple of
-  // the group size, is reduce-scattered instead of all-reduced, so rank r receives the
-  // average of block r of it only. The parameters move into one flat buffer per bucket
-  // (they become views of it); shard_pieces() are this rank's blocks as leaf tensors for an
-  // optimizer, whose grad() is the averaged gradient after each synchronised backward; after
-  // the optimizer step all_gather_parameters() shares the updated blocks. The parameters'
-  // own grad() keeps the local gradients. Buckets are not rebuilt; gradient_as_bucket_view
-  // does not apply.
-  bool shard_gradients = false;
-  // ZeRO-2 (with shard_gradients): the full gradient is never kept. Each parameter's grad() is
-  // released once copied into its bucket, a bucket's full-size buffer lives only from its first
-  // gradient until its reduce-scatter completes, and every synchronised backward's average is
-  // added into this rank's blocks (the pieces' grad(); after the optimizer's zero_grad the next
-  // backward starts a new sum). With gradient accumulation keep every backward synchronised
-  // (no no_sync): each micro-batch is reduce-scattered as its backward runs.
-  bool release_gradients = false;
-  // ZeRO-3 (with release_gradients): the parameters are sharded too. This rank's block of each
-  // bucket's weights moves into storage of its own, behind shard_pieces() (which the optimizer
-  // updates), and the bucket's full weights are released: the parameters keep their shapes but
-  // hold memory only between gather_bucket(k) and release_bucket(k). all_gather_parameters()
-  // has nothing to do; the next gather reads the updated blocks.
-  bool shard_parameters = false;
-  // shard_parameters: empty, or the dtype each parameter is gathered in (gather_dtypes() of
+  // How much of the data-parallel state each rank shards (ZeRO's stages):
+  // - kOptimizerState (ZeRO-1, Megatron's distributed optimizer): each bucket, padded to a
+  //   multiple of the group size, is reduce-scattered instead of all-reduced, so rank r
+  //   receives the average of block r of it only. The parameters move into one flat buffer per
+  //   bucket (they become views of it); shard_pieces() are this rank's blocks as leaf tensors for
+  //   an optimizer, whose grad() is the averaged gradient after each synchronised backward;
+  //   after the optimizer step all_gather_parameters() shares the updated blocks. The
+  //   parameters' own grad() keeps the local gradients. Buckets are not rebuilt;
+  //   gradient_as_bucket_view does not apply.
+  // - kGradients (ZeRO-2): and the full gradient is never kept. Each parameter's grad() is
+  //   released once copied into its bucket, a bucket's full-size buffer lives only from its
+  //   first gradient until its reduce-scatter completes, and every synchronised backward's
+  //   average is added into this rank's blocks (the pieces' grad(); after the optimizer's
+  //   zero_grad the next backward starts a new sum). With gradient accumulation keep every
+  //   backward synchronised (no no_sync): each micro-batch is reduce-scattered as its backward
+  //   runs.
+  // - kParameters (ZeRO-3): and the parameters are sharded too. This rank's block of each
+  //   bucket's weights moves into storage of its own, behind shard_pieces() (which the
+  //   optimizer updates), and the bucket's full weights are released: the parameters keep
+  //   their shapes but hold memory only between gather_bucket(k) and release_bucket(k).
+  //   all_gather_parameters() has nothing to do; the next gather reads the updated blocks.
+  ZeroStage zero = ZeroStage::kNone;
+  bool shard_gradients() const { return zero >= ZeroStage::kOptimizerState; }
+  bool release_gradients() const { return zero >= ZeroStage::kGradients; }
+  bool shard_parameters() const { return zero == ZeroStage::kParameters; }
+  // kParameters: empty, or the dtype each parameter is gathered in (gather_dtypes() of
   // :parameter_units). A float32 parameter gathered in bfloat16 or float16 moves half the bytes
   // and holds that dtype while gathered, so its gradient arrives in it; the reduce-scatter, the
   // pieces and the optimizer stay in float32. Buckets never mix gather dtypes.

@@ -43,8 +43,8 @@ TrainingPlan::TrainingPlan(const Layout& layout, ParallelGroups groups, const Bu
       options_(std::move(options)),
       scaler_({.enabled = options_.loss_scaling}) {
   const PlanOptions& o = options_;
-  if (o.zero_stage < 0 || o.zero_stage > 3)
-    throw Error("TrainingPlan", concat("zero_stage ", o.zero_stage, ": expected 0, 1, 2 or 3"));
+  if (o.zero_stage > ZeroStage::kParameters)
+    throw Error("TrainingPlan", concat("zero_stage ", static_cast<int>(o.zero_stage), ": expected 0, 1, 2 or 3"));
   if (!groups_.world && layout_.world_size() > 1)
     throw Error("TrainingPlan", concat("a layout of ", layout_.world_size(), " ranks (", layout_.str(),
                                        ") needs the groups of a world that size; got none"));
@@ -80,12 +80,12 @@ TrainingPlan::TrainingPlan(const Layout& layout, ParallelGroups groups, const Bu
                         .checkpoint_blocks = o.checkpoint_blocks,
                         .device = o.device,
                         .autocast = o.autocast});
-  else if (layout_.dp() > 1 && o.zero_stage == 3)
+  else if (layout_.dp() > 1 && o.zero_stage == ZeroStage::kParameters)
     shard_parameters();
   else if (layout_.dp() > 1)  // replicas start from rank 0's weights
     ddp_ = std::make_unique<DistributedDataParallel>(
         model_.module, groups_.dp,
-        DDPOptions{.shard_gradients = o.zero_stage >= 1, .release_gradients = o.zero_stage == 2});
+        DDPOptions{.zero = o.zero_stage});
   optimizer_ = make_optimizer(optimized_tensors());
   if (o.cuda_graph) {  // the graph holds the update too
     const auto* adam = dynamic_cast<const optim::Adam*>(optimizer_.get());
@@ -107,9 +107,7 @@ void TrainingPlan::shard_parameters() {
   ddp_ = std::make_unique<DistributedDataParallel>(
       model_.module, groups_.dp,
       DDPOptions{.buckets = kBucketPerGroup,
-                 .shard_gradients = true,
-                 .release_gradients = true,
-                 .shard_parameters = true,
+                 .zero = ZeroStage::kParameters,
                  .gather_dtypes = gather_dtypes(*model_.module, params, options_.autocast),
                  .bucket_groups = units.group_of});
   units_ = std::make_unique<ParameterUnits>(ddp_->reducer(), units);
@@ -189,7 +187,7 @@ double TrainingPlan::run_passes(const std::vector<data::Example>& micro_batches,
   for (std::size_t k = 0; k < micro_batches.size(); ++k) {
     // All but the last micro-batch accumulate locally; the last one's backward averages
     // everything over the data-parallel ranks. ZeRO-2 reduce-scatters every micro-batch's.
-    const auto no_sync = ddp_ && options_.zero_stage < 2 && k + 1 < micro_batches.size()
+    const auto no_sync = ddp_ && options_.zero_stage < ZeroStage::kGradients && k + 1 < micro_batches.size()
                              ? ddp_->no_sync()
                              : DistributedDataParallel::NoSync();
     const Tensor inputs = micro_batches[k].data.to(device), targets = micro_batches[k].target.to(device);
@@ -226,7 +224,7 @@ StepResult TrainingPlan::step(const std::vector<data::Example>& micro_batches) {
   if (!graphed || !graph_->graph) optimizer_->zero_grad();
   if (zero()) model_.module->zero_grad();  // the optimizer holds the pieces, not the parameters
   // ZeRO-2 and 3: no gradient memory until the backward's first reduce-scatter lands.
-  if (zero() && options_.zero_stage >= 2) reducer()->release_gradient_blocks();
+  if (zero() && options_.zero_stage >= ZeroStage::kGradients) reducer()->release_gradient_blocks();
   double loss_sum = 0;
   if (graphed) {
     const auto start = Clock::now();

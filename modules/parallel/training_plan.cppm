@@ -12,7 +12,7 @@
 //     schedule when pp > 1), the gradient average, the global gradient norm, clipping folded
 //     into the update, and the updated parameters shared again.
 //
-//   parallel::TrainingPlan plan(layout, groups, build_my_model, {.zero_stage = 1, .micro_batches = 4},
+//   parallel::TrainingPlan plan(layout, groups, build_my_model, {.zero_stage = ZeroStage::kOptimizerState, .micro_batches = 4},
 //                               [](const std::vector<parallel::OptimizedTensor>& t) { return my_adamw(t); });
 //   optim::CosineWithWarmupLR schedule(plan.optimizer(), ...);
 //   for (step ...) {
@@ -64,7 +64,7 @@ struct PlanOptions {
   // block's while it computes) and again before its backward, and released after each; the
   // embedding and head stay gathered through the step's micro-batches (under a pipeline, a
   // stage's blocks around each of their passes).
-  int zero_stage = 0;
+  ZeroStage zero_stage = ZeroStage::kNone;
   bool sequence_parallel = false;  // activations between tensor-parallel regions split along T
   std::string schedule = "1f1b";   // pipeline schedule (pp > 1): gpipe, 1f1b, interleaved, zb-h1
   std::vector<int> pipeline_blocks = {};  // blocks of each virtual stage (empty: balanced)
@@ -189,7 +189,7 @@ class TrainingPlan {
 
   Reducer* reducer() const;  // the data-parallel one (null when dp = 1)
   ParameterUnits* units() const;  // ZeRO-3's (null under the other stages)
-  bool zero() const { return options_.zero_stage >= 1 && reducer() != nullptr; }
+  bool zero() const { return options_.zero_stage != ZeroStage::kNone && reducer() != nullptr; }
   std::vector<OptimizedTensor> optimized_tensors() const;
   // Where each tensor the optimizer updates (in its numbering) lies in the whole model: the
   // parameter's name, and the chunks (a tensor-parallel shard, or under ZeRO a flat range of

@@ -340,7 +340,7 @@ parallel::BuildModel build_model(const ModelFactory& make, const TrainFlags& f, 
 parallel::PlanOptions plan_options(const TrainFlags& f, const Ranks& ranks, const StepShape& shape) {
   const bool zero = ranks.world && f.zero_stage >= 1;  // ZeRO shards over data-parallel ranks
   const bool autocast = ranks.device.is_cuda() && f.dtype != "float32";
-  return {.zero_stage = zero ? f.zero_stage : 0,
+  return {.zero_stage = parallel::zero_stage(zero ? f.zero_stage : 0, "train"),
           .sequence_parallel = f.sequence_parallel,
           .schedule = f.pp_schedule,
           .pipeline_blocks = f.pipeline_blocks,

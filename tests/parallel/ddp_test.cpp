@@ -230,7 +230,7 @@ TEST(DistributedDataParallel, GradientsAsBucketViews) {
   }
 }
 
-// Every piece of `reducer` (shard_gradients, float64 parameters) is a slice of its parameter
+// Every piece of `reducer` (ZeRO, float64 parameters) is a slice of its parameter
 // (same storage) whose grad is the same slice of `expected` (its parameter's gradient).
 void expect_piece_gradients(const Reducer& reducer, const std::vector<Tensor>& params,
                             const std::vector<Tensor>& expected, const std::string& label) {
@@ -256,7 +256,7 @@ TEST(DistributedDataParallel, ShardedGradientsAndParameterGather) {
   auto model = std::make_shared<ToyImpl>(static_cast<double>(r));
   // Small caps: several buckets, most of them split between ranks inside a parameter.
   DistributedDataParallel ddp(model, pg, {.buckets = {.first_bucket_bytes = 64, .bucket_bytes = 128},
-                                          .shard_gradients = true});
+                                          .zero = ZeroStage::kOptimizerState});
   Reducer& reducer = ddp.reducer();
   // One process on every rank's rows, from rank 0's initial parameters.
   auto reference = std::make_shared<ToyImpl>(0.0);
@@ -307,7 +307,7 @@ TEST(DistributedDataParallel, ZeRO2AddsEveryMicroBatchIntoThePiecesAndKeepsNoGra
   const int r = pg->rank(), n = pg->size();
   auto model = std::make_shared<ToyImpl>(static_cast<double>(r));
   DistributedDataParallel ddp(model, pg, {.buckets = {.first_bucket_bytes = 64, .bucket_bytes = 128},
-                                          .shard_gradients = true, .release_gradients = true});
+                                          .zero = ZeroStage::kGradients});
   auto reference = std::make_shared<ToyImpl>(0.0);
   const std::vector<Tensor> params = model->parameters(), reference_params = reference->parameters();
   for (int step = 0; step < 2; ++step) {
@@ -324,7 +324,8 @@ TEST(DistributedDataParallel, ZeRO2AddsEveryMicroBatchIntoThePiecesAndKeepsNoGra
     }
     expect_piece_gradients(ddp.reducer(), params, expected, concat("step ", step));
   }
-  EXPECT_THROW(Reducer(model->parameters(), {}, pg, {.release_gradients = true}), Error);  // needs shard_gradients
+  // DDP ends each synchronised backward itself: a pipeline's explicit finalize is refused.
+  EXPECT_THROW(DistributedDataParallel(model, pg, {.finalize_explicitly = true}), Error);
 }
 
 // ZeRO-2 with bucket groups (an interleaved pipeline's chunks): buckets never mix groups, a
@@ -339,8 +340,8 @@ TEST(DistributedDataParallel, BucketGroupsReduceOnlyTheirPasses) {
                                 pattern({6}, 3.0).requires_grad_()};
   const std::vector<Tensor> initial = {params[0].detach().clone(), params[1].detach().clone(), params[2].detach().clone()};
   Reducer reducer(params, {"a", "b", "c"}, pg,
-                  {.buckets = {.first_bucket_bytes = 16, .bucket_bytes = 32}, .shard_gradients = true,
-                   .release_gradients = true, .finalize_explicitly = true, .bucket_groups = {0, 1, 1}});
+                  {.buckets = {.first_bucket_bytes = 16, .bucket_bytes = 32}, .zero = ZeroStage::kGradients,
+                   .finalize_explicitly = true, .bucket_groups = {0, 1, 1}});
   const std::vector<int> groups = {0, 1, 1};
   for (const auto& bucket : reducer.buckets())
     for (std::size_t i : bucket) EXPECT_EQ(groups[i], groups[bucket.front()]) << "a bucket mixes groups";
@@ -397,7 +398,7 @@ TEST(DistributedDataParallel, BucketGroupsReduceOnlyTheirPasses) {
                  concat("after a release, piece ", k));
   }
   // A gradient of group 0 in a pass of group 1 only is an error, as is a group without groups.
-  Reducer plain(std::vector<Tensor>{pattern({3}, 4.0).requires_grad_()}, {}, pg, {.shard_gradients = true});
+  Reducer plain(std::vector<Tensor>{pattern({3}, 4.0).requires_grad_()}, {}, pg, {.zero = ZeroStage::kOptimizerState});
   EXPECT_THROW(plain.set_sync(true, {0}), Error);
   reducer.set_sync(true, {1});
   EXPECT_THROW(sum(mul(params[0], params[0])).backward(), Error);
@@ -417,8 +418,7 @@ TEST(DistributedDataParallel, ZeRO3GathersEachBucketInItsGatherDtype) {
   std::vector<Tensor> initial;
   for (const Tensor& p : params) initial.push_back(p.detach().clone());
   Reducer reducer(params, {"a", "b", "c"}, pg,
-                  {.buckets = {.first_bucket_bytes = 1 << 20, .bucket_bytes = 1 << 20}, .shard_gradients = true,
-                   .release_gradients = true, .shard_parameters = true,
+                  {.buckets = {.first_bucket_bytes = 1 << 20, .bucket_bytes = 1 << 20}, .zero = ZeroStage::kParameters,
                    .gather_dtypes = {kBFloat16, kFloat32, kFloat16}});
   const auto buckets = reducer.buckets();
   const std::vector<DataType> gathered_in = {kBFloat16, kFloat32, kFloat16};
@@ -462,11 +462,11 @@ TEST(DistributedDataParallel, ZeRO3GathersEachBucketInItsGatherDtype) {
       EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
     }
   };
-  refused({.shard_gradients = true, .release_gradients = true, .gather_dtypes = {kBFloat16, kFloat32, kFloat32}},
-          "gather_dtypes is the dtype of sharded parameters' gathers: it needs shard_parameters");
-  refused({.shard_gradients = true, .release_gradients = true, .shard_parameters = true, .gather_dtypes = {kBFloat16}},
+  refused({.zero = ZeroStage::kGradients, .gather_dtypes = {kBFloat16, kFloat32, kFloat32}},
+          "gather_dtypes is the dtype of sharded parameters' gathers: it needs ZeRO-3");
+  refused({.zero = ZeroStage::kParameters, .gather_dtypes = {kBFloat16}},
           "gather_dtypes has 1 entries for 3 parameters");
-  refused({.shard_gradients = true, .release_gradients = true, .shard_parameters = true,
+  refused({.zero = ZeroStage::kParameters,
            .gather_dtypes = {kFloat64, kFloat32, kFloat32}},
           "parameter 'a' (float32) cannot be gathered in float64: expected its own dtype, or bfloat16 or float16 for a "
           "float32 parameter");

@@ -231,7 +231,7 @@ TEST(TrainingPlan, UserModelTrainsLikeOneProcessUnderEveryLayout) {
       return std::make_unique<optim::SGD>(list, optim::SGDOptions{.lr = 0.5});
     };
     TrainingPlan plan(layout, groups, build,
-                      {.zero_stage = zero_stage, .schedule = schedule, .micro_batches = m, .grad_clip = 0.5,
+                      {.zero_stage = ZeroStage(zero_stage), .schedule = schedule, .micro_batches = m, .grad_clip = 0.5,
                        .checkpoint_blocks = checkpoint_blocks},
                       sgd);
     std::int64_t held = 0;
@@ -305,7 +305,7 @@ TEST(TrainingPlan, NaNOnOneRankSkipsTheStepOnEveryRank) {
       for (const OptimizedTensor& t : tensors) list.push_back(t.tensor);
       return std::make_unique<optim::SGD>(list, optim::SGDOptions{.lr = 0.5});
     };
-    TrainingPlan plan(layout, groups, build, {.zero_stage = zero_stage, .micro_batches = m, .grad_clip = 0.5}, sgd);
+    TrainingPlan plan(layout, groups, build, {.zero_stage = ZeroStage(zero_stage), .micro_batches = m, .grad_clip = 0.5}, sgd);
     bool inject = false;
     if (pg->rank() == pg->size() - 1)
       mine.blocks[0]->register_forward_hook([&inject](nn::Module&, const TensorList&, Tensor& output) {
@@ -376,7 +376,7 @@ TEST(TrainingPlan, ZeRO3GathersLinearLayersInAutocastsDtype) {
     const ParallelGroups run_groups = pp == 1 ? groups : make_parallel_groups(run_layout, pg);
     const int run_m = kMicroBatches / run_layout.dp();
     TrainingPlan plan(run_layout, run_groups, build,
-                      {.zero_stage = zero_stage, .micro_batches = run_m, .grad_clip = 0.5, .autocast = autocast}, sgd);
+                      {.zero_stage = ZeroStage(zero_stage), .micro_batches = run_m, .grad_clip = 0.5, .autocast = autocast}, sgd);
     Run run;
     const auto linear = std::dynamic_pointer_cast<nn::SequentialImpl>(mine.blocks[1])->children().at(0);
     mine.blocks[1]->register_forward_pre_hook([&](nn::Module&, const TensorList&) {
@@ -416,6 +416,17 @@ TEST(TrainingPlan, ZeRO3GathersLinearLayersInAutocastsDtype) {
       EXPECT_GT(std::abs(pipelined.steps[s].loss - float32.steps[s].loss), 1e-5) << rank << ", pp 2, step " << s;
     }
   }
+  if (pg->size() == 4) {  // dp 2 x pp 2: ZeRO-3 under the pipeline gathers the linear weights in bfloat16 too
+    const Run pipelined = train(3, kBFloat16, 2);
+    const bool holds_block_1 = make_parallel_groups(Layout(4, 1, 2), pg).coord.pp == 0;  // blocks 0-1 on stage 0
+    EXPECT_EQ(pipelined.seen_dtypes, holds_block_1 ? std::set<std::string>{"bfloat16/float32"} : std::set<std::string>{})
+        << rank;
+    for (std::size_t s = 0; s < plain.steps.size(); ++s) {
+      EXPECT_NEAR(pipelined.steps[s].loss, plain.steps[s].loss, 1e-5) << rank << ", pp 2 ZeRO-3, step " << s;
+      EXPECT_NEAR(pipelined.steps[s].grad_norm, plain.steps[s].grad_norm, 1e-5 * plain.steps[s].grad_norm)
+          << rank << ", pp 2 ZeRO-3, step " << s;
+    }
+  }
 }
 
 // A checkpoint a TrainingPlan saves under one layout loads under another: after two Adam steps
@@ -451,7 +462,7 @@ TEST(TrainingPlan, CheckpointLoadsUnderAnotherLayout) {
         return staged(model, part);
       };
       plan = std::make_unique<TrainingPlan>(layout, groups, build,
-                                            PlanOptions{.zero_stage = l.zero_stage,
+                                            PlanOptions{.zero_stage = ZeroStage(l.zero_stage),
                                                         .micro_batches = static_cast<int>(kMicroBatches / layout.dp()),
                                                         .grad_clip = 0.5},
                                             make);
