@@ -7,6 +7,7 @@
 // each kind of bad directory fails with an error naming the problem.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -14,6 +15,7 @@
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <numbers>
 #include <string>
 #include <vector>
 #include <unistd.h>
@@ -307,17 +309,35 @@ TEST(HFModel, LLaMA3DirectoriesRoundTripThroughTheLlmcLayout) {
               std::string::npos)
         << what;
   }
-  // LLaMA-3.2's RoPE scaling (factor 32) is not Infini's.
+  // LLaMA-3.2's RoPE scaling (factor 32): read, used by the RoPE table, written back; llm.c's
+  // header cannot hold it.
   const fs::path reference = work / "tied_reference";
   const std::string config_text = text_of(reference / "config.json");
   write_text(reference / "config.json", replaced(config_text, "\"factor\": 8.0", "\"factor\": 32.0"));
+  const llmc::LLaMA3Checkpoint llama32 = hf::read_llama3(reference);
+  EXPECT_EQ(llama32.config.rope_scaling.factor, 32.0);
+  EXPECT_EQ(llama32.config.rope_scaling.original_context, 8192);
+  const auto scaled32 = std::dynamic_pointer_cast<nn::LLaMA3Impl>(nn::load_pretrained(reference));
+  ASSERT_NE(scaled32, nullptr);
+  // hd 4, theta 500000: freq[1] = 500000^-1/2 has wavelength 4443, in the blended band
+  // [8192 / 4, 8192 / 1]: smooth = (8192 / 4443 - 1) / (4 - 1), freq (1 - smooth) f / 32 + smooth f.
+  const double f1 = 1 / std::sqrt(500000.0), smooth = (8192 / (2 * std::numbers::pi / f1) - 1) / 3;
+  EXPECT_NEAR(scaled32->rope_table->inverse_frequencies[1], (1 - smooth) * f1 / 32 + smooth * f1, 1e-15);
+  EXPECT_EQ(scaled32->rope_table->inverse_frequencies[0], 1.0);  // wavelength 2 pi: kept
+  hf::write_llama3(work / "llama32_ours", llama32);
+  EXPECT_NE(text_of(work / "llama32_ours" / "config.json").find("\"factor\": 32.0"), std::string::npos);
+  try {
+    llmc::write_llama3_checkpoint(work / "llama32.bin", llama32);
+    ADD_FAILURE() << "wrote a RoPE scaling of factor 32 into llm.c's header";
+  } catch (const IOError& e) {
+    EXPECT_NE(std::string(e.what()).find("RoPE scaling factor 32"), std::string::npos) << e.what();
+  }
+  write_text(reference / "config.json", replaced(config_text, "\"low_freq_factor\": 1.0", "\"low_freq_factor\": 4.0"));
   try {
     hf::read_llama3(reference);
-    ADD_FAILURE() << "read a RoPE scaling of factor 32";
+    ADD_FAILURE() << "read a RoPE scaling whose low and high frequency factors are equal";
   } catch (const IOError& e) {
-    EXPECT_NE(std::string(e.what()).find("; Infini's scaled RoPE is LLaMA-3.1's: rope_type \"llama3\", factor 8"),
-              std::string::npos)
-        << e.what();
+    EXPECT_NE(std::string(e.what()).find("low_freq_factor < high_freq_factor"), std::string::npos) << e.what();
   }
   fs::remove_all(work);
 }

@@ -246,7 +246,7 @@ TEST(KVCache, LLaMA3RejectsTooLongSequencesAndForeignCaches) {
 }
 
 TEST(KVCache, RopeTableRowsFromAnOffset) {
-  const LLaMA3RopeTable table(4, 12, 10000.0, false);
+  const LLaMA3RopeTable table(4, 12, 10000.0);
   const auto [cos, sin] = table.get(12, kFloat64, Device::cpu());
   const auto [cos_at, sin_at] = table.get(5, 3, kFloat64, Device::cpu());
   ASSERT_EQ(cos_at.shape(), (Shape{3, 2}));

@@ -264,7 +264,7 @@ TEST(LLaMA3Model, RopeFrequenciesFollowMetaApplyScaling) {
   EXPECT_GT(kept, 0);
   EXPECT_GT(divided, 0);
   EXPECT_GT(blended, 0);
-  const LLaMA3RopeTable scaled(128, 8192, 500000.0, true), unscaled(128, 8192, 500000.0, false);
+  const LLaMA3RopeTable scaled(128, 8192, 500000.0, llmc::RopeScaling{}), unscaled(128, 8192, 500000.0);
   expect_close(scaled.inverse_frequencies, meta, 1e-15);
   expect_close(unscaled.inverse_frequencies, plain, 1e-15);
 
@@ -285,7 +285,7 @@ TEST(LLaMA3Model, RopeFrequenciesFollowMetaApplyScaling) {
   EXPECT_LT(max_abs(values(sub(sin32, autograd_tables.sin))), 1e-6);
   expect_error<ShapeError>([&] { (void)scaled.get(8193, kFloat32, Device::cpu()); }, "LLaMA3RopeTable",
                            "sequence length 8193 exceeds the table's 8192 positions");
-  expect_error<ShapeError>([] { LLaMA3RopeTable odd(5, 8, 10000.0, false); }, "LLaMA3RopeTable",
+  expect_error<ShapeError>([] { LLaMA3RopeTable odd(5, 8, 10000.0); }, "LLaMA3RopeTable",
                            "head_dim 5 must be positive and even");
 }
 

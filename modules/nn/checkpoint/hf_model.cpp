@@ -51,12 +51,6 @@ Shape transposed(Shape shape) {
   return shape;
 }
 
-// ---- LLaMA-3 ----
-
-// Infini's scaled RoPE is LLaMA-3.1's: these constants (llama3.cpp).
-constexpr double kRopeFactor = 8, kRopeLowFreqFactor = 1, kRopeHighFreqFactor = 4;
-constexpr std::int64_t kRopeOriginalContext = 8192;
-
 }  // namespace
 
 Tensor interleaved_pairs(const Tensor& w, std::int64_t heads) {
@@ -182,24 +176,32 @@ llmc::LLaMA3Config read_llama3_config(const std::filesystem::path& dir) {
   if (const std::int64_t least = 2 * (4 * C) / 3; I < least)
     source.fail("config.json: intermediate_size ", I, " is below 8 hidden_size / 3 = ", least,
                 ", which Infini's LLaMA-3 sizes cannot express");
-  bool scaled = false;
-  if (const Json* scaling = config.find("rope_scaling")) {
-    const auto value = [&](const char* key) { return scaling->contains(key) ? (*scaling)[key] : Json(); };
-    const Json type = scaling->contains("rope_type") ? value("rope_type") : value("type");
-    scaled = scaling->is_object() && type == "llama3" && value("factor") == kRopeFactor &&
-             value("low_freq_factor") == kRopeLowFreqFactor && value("high_freq_factor") == kRopeHighFreqFactor &&
-             value("original_max_position_embeddings") == kRopeOriginalContext;
-    if (!scaled)
-      source.fail("config.json: \"rope_scaling\" is ", json_text(*scaling),
-                  "; Infini's scaled RoPE is LLaMA-3.1's: rope_type \"llama3\", factor 8, low_freq_factor 1, "
-                  "high_freq_factor 4, original_max_position_embeddings 8192");
+  // rope_scaling: null, or LLaMA-3.1's rope_type "llama3" with its constants (3.2's factor 32).
+  std::optional<llmc::RopeScaling> scaling;
+  if (const Json* json = config.find("rope_scaling")) {
+    const auto number = [&](const char* key) -> std::optional<double> {
+      const auto it = json->find(key);
+      if (it == json->end() || !it->is_number() || !(it->get<double>() > 0)) return std::nullopt;
+      return it->get<double>();
+    };
+    const Json type = json->is_object() ? json->value("rope_type", json->value("type", Json())) : Json();
+    const auto factor = number("factor"), low = number("low_freq_factor"), high = number("high_freq_factor"),
+               context = number("original_max_position_embeddings");
+    if (type != "llama3" || !factor || !low || !high || !context || !(*high > *low) ||
+        *context != static_cast<double>(static_cast<std::int64_t>(*context)))
+      source.fail("config.json: \"rope_scaling\" is ", json_text(*json),
+                  "; Infini's scaled RoPE is LLaMA-3.1's: rope_type \"llama3\" with a factor, low_freq_factor < "
+                  "high_freq_factor and original_max_position_embeddings, all positive");
+    scaling = llmc::RopeScaling{.factor = *factor, .low_freq_factor = *low, .high_freq_factor = *high,
+                                .original_context = static_cast<std::int64_t>(*context)};
   }
   config.flag("tie_word_embeddings", false);  // checked here, read by read_llama3
   const llmc::LLaMA3Config c{.max_seq_len = maxT, .vocab_size = V, .num_layers = L, .num_heads = NH,
                              .num_kv_heads = KV, .channels = C, .ffn_dim_multiplier = 0, .multiple_of = I,
                              .norm_eps = static_cast<float>(config.number("rms_norm_eps", 1e-6)),
                              .rope_theta = static_cast<float>(config.number("rope_theta", 10000.0)),
-                             .use_scaled_rope = scaled};
+                             .use_scaled_rope = scaling.has_value(),
+                             .rope_scaling = scaling.value_or(llmc::RopeScaling{})};
   return c;
 }
 
@@ -288,10 +290,10 @@ void write_llama3(const std::filesystem::path& dir, const llmc::LLaMA3Checkpoint
   config["rope_theta"] = decimal(c.rope_theta);
   if (c.use_scaled_rope)
     config["rope_scaling"] = {{"rope_type", "llama3"},
-                              {"factor", kRopeFactor},
-                              {"low_freq_factor", kRopeLowFreqFactor},
-                              {"high_freq_factor", kRopeHighFreqFactor},
-                              {"original_max_position_embeddings", kRopeOriginalContext}};
+                              {"factor", c.rope_scaling.factor},
+                              {"low_freq_factor", c.rope_scaling.low_freq_factor},
+                              {"high_freq_factor", c.rope_scaling.high_freq_factor},
+                              {"original_max_position_embeddings", c.rope_scaling.original_context}};
   else
     config["rope_scaling"] = nullptr;
   config["hidden_act"] = "silu";

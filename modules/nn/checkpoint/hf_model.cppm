@@ -51,9 +51,10 @@ void write_gpt2(const std::filesystem::path& dir, const llmc::GPT2Checkpoint& ch
 // are put back in interleaved pairs, Meta's and Infini's RoPE order. From config.json:
 // hidden_size, num_attention_heads, num_key_value_heads (default: the heads), head_dim (if
 // given, hidden_size / heads), num_hidden_layers, vocab_size, max_position_embeddings,
-// rms_norm_eps (default 1e-6), rope_theta (default 10000), rope_scaling (null, or LLaMA-3.1's:
-// rope_type "llama3", factor 8, low_freq_factor 1, high_freq_factor 4,
-// original_max_position_embeddings 8192, the constants of Infini's scaled RoPE),
+// rms_norm_eps (default 1e-6), rope_theta (default 10000), rope_scaling (null, or LLaMA-3.1's
+// rope_type "llama3" with its factor, low_freq_factor, high_freq_factor and
+// original_max_position_embeddings: 3.1's 8, 1, 4, 8192, 3.2's factor 32; kept in
+// llmc::LLaMA3Config::rope_scaling, which llm.c's file cannot hold),
 // intermediate_size (>= 8 hidden_size / 3 in integers: it becomes multiple_of, with no
 // multiplier), hidden_act "silu", no attention or MLP biases. IOError as read_gpt2's.
 llmc::LLaMA3Checkpoint read_llama3(const std::filesystem::path& dir);

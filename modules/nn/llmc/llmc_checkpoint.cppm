@@ -49,6 +49,18 @@ void write_gpt2_checkpoint(const std::filesystem::path& path, const GPT2Checkpoi
 
 // ---- LLaMA-3 (magic 20240803) ----
 
+// LLaMA-3.1's RoPE frequency scaling (transformers' rope_type "llama3"): wavelengths longer
+// than original_context / low_freq_factor are divided by factor, those shorter than
+// original_context / high_freq_factor kept, blended in between. LLaMA-3.1 uses factor 8,
+// LLaMA-3.2 factor 32; llm.c's header has no field for them (it holds 3.1's).
+struct RopeScaling {
+  double factor = 8;
+  double low_freq_factor = 1;
+  double high_freq_factor = 4;
+  std::int64_t original_context = 8192;
+  bool operator==(const RopeScaling&) const = default;
+};
+
 struct LLaMA3Config {
   std::int64_t max_seq_len = 0;   // block_size, e.g. 8192
   std::int64_t vocab_size = 0;    // V, e.g. 128256 (no padding)
@@ -61,6 +73,7 @@ struct LLaMA3Config {
   float norm_eps = 1e-5f;         // RMSNorm epsilon
   float rope_theta = 500000.0f;
   bool use_scaled_rope = false;   // LLaMA-3.1's RoPE frequency scaling
+  RopeScaling rope_scaling = {};  // its constants (not in the file: 3.1's when read; writing others is an Error)
   std::int64_t max_gen_batch_size = 4;  // stored for InfiniTrain; no effect on the tensors
   std::int32_t version_major = 3;       // the LLaMA version, e.g. 3.2
   std::int32_t version_minor = 2;

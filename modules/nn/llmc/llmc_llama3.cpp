@@ -92,6 +92,11 @@ void write_llama3_checkpoint(const std::filesystem::path& path, const LLaMA3Chec
   header[0] = kMagic;
   detail::write_fields(c, kFields, header, source);
   check_config(c, source);
+  if (c.use_scaled_rope && c.rope_scaling != RopeScaling{})
+    source.fail("RoPE scaling factor ", c.rope_scaling.factor, ", low/high frequency factors ",
+                c.rope_scaling.low_freq_factor, "/", c.rope_scaling.high_freq_factor, ", original context ",
+                c.rope_scaling.original_context, ": llm.c's header holds only LLaMA-3.1's (8, 1/4, 8192); "
+                "export this model as a Hugging Face directory");
   detail::write_checkpoint(path, header, llama3_layout(c), checkpoint.tensors, dtype, source);
 }
 

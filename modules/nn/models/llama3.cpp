@@ -30,14 +30,14 @@ LLaMA3Config LLaMA3Config::from_llmc(const llmc::LLaMA3Config& c) {
   return {.max_seq_len = c.max_seq_len, .vocab_size = c.vocab_size, .num_layers = c.num_layers,
           .num_heads = c.num_heads, .num_kv_heads = c.num_kv_heads, .channels = c.channels,
           .ffn_dim_multiplier = c.ffn_dim_multiplier, .multiple_of = c.multiple_of, .norm_eps = c.norm_eps,
-          .rope_theta = c.rope_theta, .use_scaled_rope = c.use_scaled_rope};
+          .rope_theta = c.rope_theta, .use_scaled_rope = c.use_scaled_rope, .rope_scaling = c.rope_scaling};
 }
 
 llmc::LLaMA3Config LLaMA3Config::to_llmc() const {
   return {.max_seq_len = max_seq_len, .vocab_size = vocab_size, .num_layers = num_layers, .num_heads = num_heads,
           .num_kv_heads = num_kv_heads, .channels = channels, .ffn_dim_multiplier = ffn_dim_multiplier,
           .multiple_of = multiple_of, .norm_eps = norm_eps, .rope_theta = rope_theta,
-          .use_scaled_rope = use_scaled_rope};
+          .use_scaled_rope = use_scaled_rope, .rope_scaling = rope_scaling};
 }
 
 std::int64_t LLaMA3Config::ffn_hidden_dim() const { return llmc::llama3_ffn_hidden_dim(to_llmc()); }
@@ -62,6 +62,12 @@ void LLaMA3Config::validate() const {
     throw Error("LLaMA3Config", concat("norm_eps must be finite and > 0, got ", norm_eps));
   if (!(std::isfinite(rope_theta) && rope_theta > 0))
     throw Error("LLaMA3Config", concat("rope_theta must be finite and > 0, got ", rope_theta));
+  const llmc::RopeScaling& r = rope_scaling;
+  if (use_scaled_rope && !(r.factor > 0 && r.low_freq_factor > 0 && r.high_freq_factor > r.low_freq_factor &&
+                           r.original_context > 0))
+    throw Error("LLaMA3Config", concat("rope_scaling: factor ", r.factor, ", low_freq_factor ", r.low_freq_factor,
+                                       ", high_freq_factor ", r.high_freq_factor, ", original context ",
+                                       r.original_context, ": expected all > 0 and high_freq_factor > low_freq_factor"));
   if (ffn_hidden_dim() < 1)
     throw Error("LLaMA3Config", concat("the MLP hidden size is ", ffn_hidden_dim(), " (channels ", channels,
                                        ", ffn_dim_multiplier ", ffn_dim_multiplier, ")"));
@@ -69,21 +75,23 @@ void LLaMA3Config::validate() const {
 
 namespace {
 
-// theta^(-2i/hd) for i < hd/2, then (use_scaled) LLaMA-3.1's apply_scaling.
-std::vector<double> rope_inverse_frequencies(std::int64_t head_dim, double theta, bool use_scaled) {
-  constexpr double kScaleFactor = 8, kLowFreqFactor = 1, kHighFreqFactor = 4, kOriginalContext = 8192;
-  constexpr double kLowFreqWavelen = kOriginalContext / kLowFreqFactor;    // longer: divided by 8
-  constexpr double kHighFreqWavelen = kOriginalContext / kHighFreqFactor;  // shorter: kept
+// theta^(-2i/hd) for i < hd/2, then (with a scaling) LLaMA-3.1's apply_scaling.
+std::vector<double> rope_inverse_frequencies(std::int64_t head_dim, double theta,
+                                             const std::optional<llmc::RopeScaling>& scaling) {
   std::vector<double> freq(static_cast<std::size_t>(head_dim / 2));
   for (std::size_t i = 0; i < freq.size(); ++i) {
     double f = 1.0 / std::pow(theta, static_cast<double>(2 * i) / static_cast<double>(head_dim));
-    if (use_scaled) {
+    if (scaling) {
+      const double context = static_cast<double>(scaling->original_context);
+      const double low_freq_wavelen = context / scaling->low_freq_factor;    // longer: divided by factor
+      const double high_freq_wavelen = context / scaling->high_freq_factor;  // shorter: kept
       const double wavelen = 2 * std::numbers::pi / f;
-      if (wavelen > kLowFreqWavelen) {
-        f /= kScaleFactor;
-      } else if (wavelen >= kHighFreqWavelen) {
-        const double smooth = (kOriginalContext / wavelen - kLowFreqFactor) / (kHighFreqFactor - kLowFreqFactor);
-        f = (1 - smooth) * f / kScaleFactor + smooth * f;
+      if (wavelen > low_freq_wavelen) {
+        f /= scaling->factor;
+      } else if (wavelen >= high_freq_wavelen) {
+        const double smooth = (context / wavelen - scaling->low_freq_factor) /
+                              (scaling->high_freq_factor - scaling->low_freq_factor);
+        f = (1 - smooth) * f / scaling->factor + smooth * f;
       }
     }
     freq[i] = f;
@@ -100,10 +108,11 @@ std::int64_t checked_head_dim(std::int64_t head_dim, std::int64_t max_seq_len) {
 
 }  // namespace
 
-LLaMA3RopeTable::LLaMA3RopeTable(std::int64_t head_dim, std::int64_t max_seq_len, double theta, bool use_scaled)
+LLaMA3RopeTable::LLaMA3RopeTable(std::int64_t head_dim, std::int64_t max_seq_len, double theta,
+                                 std::optional<llmc::RopeScaling> scaling)
     : head_dim(checked_head_dim(head_dim, max_seq_len)),
       max_seq_len(max_seq_len),
-      inverse_frequencies(rope_inverse_frequencies(head_dim, theta, use_scaled)) {
+      inverse_frequencies(rope_inverse_frequencies(head_dim, theta, scaling)) {
   const std::int64_t half = head_dim / 2;
   std::vector<double> c(static_cast<std::size_t>(max_seq_len * half)), s(c.size());
   for (std::int64_t t = 0; t < max_seq_len; ++t)
@@ -275,8 +284,9 @@ void LLaMA3Impl::reset() {
   // that its draws start where the generator stood here, for the whole model and a part alike.
   Generator& generator = default_generator();
   const PhiloxState start = generator.state();
-  rope_table = std::make_shared<const LLaMA3RopeTable>(config.head_dim(), config.max_seq_len, config.rope_theta,
-                                                       config.use_scaled_rope);
+  rope_table = std::make_shared<const LLaMA3RopeTable>(
+      config.head_dim(), config.max_seq_len, config.rope_theta,
+      config.use_scaled_rope ? std::optional(config.rope_scaling) : std::nullopt);
   wte = part.embed ? register_module("wte", tp->vocab_embedding(config.vocab_size, C)) : nullptr;
   h.clear();
   std::vector<ModulePtr> blocks;

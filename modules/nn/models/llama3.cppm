@@ -43,6 +43,7 @@ struct LLaMA3Config {
   float norm_eps = 1e-5f;            // RMSNorm epsilon
   float rope_theta = 500000.0f;
   bool use_scaled_rope = true;       // LLaMA-3.1's RoPE frequency scaling
+  llmc::RopeScaling rope_scaling;    // its constants (3.1's factor 8; 3.2's Hugging Face configs give 32)
 
   // Meta's sizes, with maxT 8192 and V 128256: "llama3_1B" (LLaMA 3.2 1B: C 2048, L 16, NH 32,
   // KV 8, multiplier 1.5, multiple_of 256), "llama3_3B" (3.2 3B: C 3072, L 28, NH 24, KV 8,
@@ -63,16 +64,17 @@ struct LLaMA3Config {
 };
 
 // LLaMA-3's rotary tables, all float64: the inverse frequencies freq[i] = theta^(-2i/hd)
-// (i < hd/2), with `use_scaled` changed by LLaMA-3.1's apply_scaling (scale factor 8,
-// low_freq_factor 1, high_freq_factor 4, original context 8192: wavelengths 2 pi / freq above
-// 8192 are divided by 8, below 2048 kept, blended in between), and cos / sin of t * freq[i]
+// (i < hd/2), with a `scaling` changed by LLaMA-3.1's apply_scaling (3.1's constants: scale
+// factor 8, low_freq_factor 1, high_freq_factor 4, original context 8192: wavelengths 2 pi /
+// freq above 8192 are divided by 8, below 2048 kept, blended in between), and cos / sin of t * freq[i]
 // for positions t < max_seq_len. (autograd's rope_frequencies gives the same in float32,
 // which would hold a float64 model to ~1e-7.) get() hands them out in the activations'
 // dtype and device, converted once per (dtype, device). A model's attention layers share one.
 class LLaMA3RopeTable {
  public:
   // ShapeError unless head_dim is positive and even and max_seq_len >= 1.
-  LLaMA3RopeTable(std::int64_t head_dim, std::int64_t max_seq_len, double theta, bool use_scaled);
+  LLaMA3RopeTable(std::int64_t head_dim, std::int64_t max_seq_len, double theta,
+                  std::optional<llmc::RopeScaling> scaling = std::nullopt);
   // cos, sin (T, hd/2) for positions 0 .. T-1; ShapeError if T > max_seq_len.
   std::pair<Tensor, Tensor> get(std::int64_t T, DataType dtype, Device device) const;
   // cos, sin (T, hd/2) for positions start .. start + T - 1 (views of the table's rows);

@@ -151,8 +151,7 @@ void Qwen3Impl::reset() {
   // As LLaMA3Impl::reset: the layers' own draws are rewound and reset_parameters draws from here.
   Generator& generator = default_generator();
   const PhiloxState start = generator.state();
-  rope_table = std::make_shared<const LLaMA3RopeTable>(config.head_dim, config.max_seq_len, config.rope_theta,
-                                                       /*use_scaled=*/false);
+  rope_table = std::make_shared<const LLaMA3RopeTable>(config.head_dim, config.max_seq_len, config.rope_theta);
   const bool has_wte = part.embed || (part.head && config.tie_word_embeddings);
   wte = has_wte ? register_module("wte", tp->vocab_embedding(config.vocab_size, C)) : nullptr;
   h.clear();
