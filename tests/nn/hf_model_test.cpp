@@ -292,6 +292,21 @@ TEST(HFModel, LLaMA3DirectoriesRoundTripThroughTheLlmcLayout) {
       NoGradGuard no_grad;
       EXPECT_LE(max(abs(sub(from_llmc(idx), (*from_hf)(idx)))).item<double>(), 1e-5) << what;
     }
+    // A tied directory gives a tied model: one weight (no lm_head), whose gradient is the
+    // embedding's plus the head's (an untied copy's two), and save_pretrained writes it tied.
+    EXPECT_EQ(from_hf->lm_head == nullptr, tied) << what;
+    EXPECT_EQ(from_hf->tied_parameters().size(), tied ? 1u : 0u) << what;
+    if (tied) {
+      const Tensor targets = randint(0, 37, {2, 9}, {.dtype = kInt64});
+      from_llmc->loss(from_llmc(idx), targets).backward();
+      from_hf->loss((*from_hf)(idx), targets).backward();
+      const Tensor both = add(from_llmc->wte->weight.grad(), from_llmc->lm_head->weight.grad());
+      EXPECT_LE(max(abs(sub(from_hf->wte->weight.grad(), both))).item<double>(), 1e-6) << what;
+      EXPECT_GT(max(abs(from_llmc->lm_head->weight.grad())).item<double>(), 1e-3) << what;
+      nn::save_pretrained(*from_hf, work / "tied_saved");
+      EXPECT_FALSE(io::load_safetensors(work / "tied_saved" / "model.safetensors").tensors.contains("lm_head.weight"));
+      EXPECT_NE(text_of(work / "tied_saved" / "config.json").find("\"tie_word_embeddings\": true"), std::string::npos);
+    }
 
     hf::write_llama3(ours, want, {.max_shard_bytes = tied ? 20000 : std::int64_t{5'000'000'000}});
     StateDict written, expected;

@@ -195,20 +195,21 @@ llmc::LLaMA3Config read_llama3_config(const std::filesystem::path& dir) {
     scaling = llmc::RopeScaling{.factor = *factor, .low_freq_factor = *low, .high_freq_factor = *high,
                                 .original_context = static_cast<std::int64_t>(*context)};
   }
-  config.flag("tie_word_embeddings", false);  // checked here, read by read_llama3
+
   const llmc::LLaMA3Config c{.max_seq_len = maxT, .vocab_size = V, .num_layers = L, .num_heads = NH,
                              .num_kv_heads = KV, .channels = C, .ffn_dim_multiplier = 0, .multiple_of = I,
                              .norm_eps = static_cast<float>(config.number("rms_norm_eps", 1e-6)),
                              .rope_theta = static_cast<float>(config.number("rope_theta", 10000.0)),
                              .use_scaled_rope = scaling.has_value(),
-                             .rope_scaling = scaling.value_or(llmc::RopeScaling{})};
+                             .rope_scaling = scaling.value_or(llmc::RopeScaling{}),
+                             .tie_word_embeddings = config.flag("tie_word_embeddings", false)};
   return c;
 }
 
 llmc::LLaMA3Checkpoint read_llama3(const std::filesystem::path& dir) {
   const Source source{.op = "hf::read_llama3", .dir = dir};
   const llmc::LLaMA3Config c = read_llama3_config(dir);
-  const bool tied = read_config(source).flag("tie_word_embeddings", false);
+  const bool tied = c.tie_word_embeddings;
   const std::int64_t C = c.channels, NH = c.num_heads, L = c.num_layers, I = c.multiple_of, V = c.vocab_size,
                      KV = c.num_kv_heads, hd = C / NH;
   Weights weights(source);

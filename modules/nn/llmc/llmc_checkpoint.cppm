@@ -74,6 +74,9 @@ struct LLaMA3Config {
   float rope_theta = 500000.0f;
   bool use_scaled_rope = false;   // LLaMA-3.1's RoPE frequency scaling
   RopeScaling rope_scaling = {};  // its constants (not in the file: 3.1's when read; writing others is an Error)
+  // The head is the embedding (Hugging Face's tie_word_embeddings; not in the file, where
+  // wlmhead is then a copy of wte).
+  bool tie_word_embeddings = false;
   std::int64_t max_gen_batch_size = 4;  // stored for InfiniTrain; no effect on the tensors
   std::int32_t version_major = 3;       // the LLaMA version, e.g. 3.2
   std::int32_t version_minor = 2;

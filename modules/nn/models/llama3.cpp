@@ -30,14 +30,16 @@ LLaMA3Config LLaMA3Config::from_llmc(const llmc::LLaMA3Config& c) {
   return {.max_seq_len = c.max_seq_len, .vocab_size = c.vocab_size, .num_layers = c.num_layers,
           .num_heads = c.num_heads, .num_kv_heads = c.num_kv_heads, .channels = c.channels,
           .ffn_dim_multiplier = c.ffn_dim_multiplier, .multiple_of = c.multiple_of, .norm_eps = c.norm_eps,
-          .rope_theta = c.rope_theta, .use_scaled_rope = c.use_scaled_rope, .rope_scaling = c.rope_scaling};
+          .rope_theta = c.rope_theta, .use_scaled_rope = c.use_scaled_rope, .rope_scaling = c.rope_scaling,
+          .tie_word_embeddings = c.tie_word_embeddings};
 }
 
 llmc::LLaMA3Config LLaMA3Config::to_llmc() const {
   return {.max_seq_len = max_seq_len, .vocab_size = vocab_size, .num_layers = num_layers, .num_heads = num_heads,
           .num_kv_heads = num_kv_heads, .channels = channels, .ffn_dim_multiplier = ffn_dim_multiplier,
           .multiple_of = multiple_of, .norm_eps = norm_eps, .rope_theta = rope_theta,
-          .use_scaled_rope = use_scaled_rope, .rope_scaling = rope_scaling};
+          .use_scaled_rope = use_scaled_rope, .rope_scaling = rope_scaling,
+          .tie_word_embeddings = tie_word_embeddings};
 }
 
 std::int64_t LLaMA3Config::ffn_hidden_dim() const { return llmc::llama3_ffn_hidden_dim(to_llmc()); }
@@ -287,7 +289,9 @@ void LLaMA3Impl::reset() {
   rope_table = std::make_shared<const LLaMA3RopeTable>(
       config.head_dim(), config.max_seq_len, config.rope_theta,
       config.use_scaled_rope ? std::optional(config.rope_scaling) : std::nullopt);
-  wte = part.embed ? register_module("wte", tp->vocab_embedding(config.vocab_size, C)) : nullptr;
+  // A tied model's head stage holds wte too (the pipeline keeps it equal to the first stage's).
+  const bool has_wte = part.embed || (part.head && config.tie_word_embeddings);
+  wte = has_wte ? register_module("wte", tp->vocab_embedding(config.vocab_size, C)) : nullptr;
   h.clear();
   std::vector<ModulePtr> blocks;
   for (std::size_t i = 0; i < part.blocks.size(); ++i) {
@@ -298,7 +302,9 @@ void LLaMA3Impl::reset() {
   const RMSNormOptions norm{.eps = static_cast<double>(config.norm_eps)};
   ln_f = part.head ? register_module("ln_f", std::make_shared<RMSNormImpl>(C, norm)) : nullptr;
   if (ln_f) tp->sequence_parallel_layer(*ln_f);
-  lm_head = part.head ? register_module("lm_head", tp->column_linear(C, config.vocab_size, /*bias=*/false)) : nullptr;
+  lm_head = part.head && !config.tie_word_embeddings
+                ? register_module("lm_head", tp->column_linear(C, config.vocab_size, /*bias=*/false))
+                : nullptr;
   generator.set_state(start);
   reset_parameters();
 }
@@ -342,7 +348,8 @@ Tensor LLaMA3Impl::embed_at(const Tensor& idx, std::int64_t) {
 
 Tensor LLaMA3Impl::head(const Tensor& x) {
   part.require(type_name(), "head", config.num_layers);
-  return (*lm_head)((*ln_f)(x));  // (B, T, V / tp)
+  const Tensor y = (*ln_f)(x);
+  return lm_head ? (*lm_head)(y) : tp->vocab_logits(y, wte->weight);  // (B, T, V / tp)
 }
 
 namespace {
@@ -366,7 +373,7 @@ LlmcLayout LLaMA3Impl::llmc_layout() const {
   layout.whole("wte", wte->weight);
   for (const auto& [name, pick] : kLayerTensors) layout.layers(std::string(name), h, pick);
   layout.whole("lnfw", ln_f->weight);
-  layout.whole("wlmhead", lm_head->weight);
+  layout.whole("wlmhead", lm_head ? lm_head->weight : wte->weight);  // tied: the file's copy of wte
   return layout;
 }
 
@@ -376,6 +383,7 @@ std::string LLaMA3Impl::extra_repr() const {
                 ", num_kv_heads=", config.num_kv_heads, ", channels=", config.channels,
                 ", ffn_hidden_dim=", config.ffn_hidden_dim(), ", norm_eps=", config.norm_eps,
                 ", rope_theta=", config.rope_theta, ", use_scaled_rope=", config.use_scaled_rope,
+                config.tie_word_embeddings ? ", tie_word_embeddings=true" : "",
                 part_repr());
 }
 

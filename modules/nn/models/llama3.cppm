@@ -44,6 +44,7 @@ struct LLaMA3Config {
   float rope_theta = 500000.0f;
   bool use_scaled_rope = true;       // LLaMA-3.1's RoPE frequency scaling
   llmc::RopeScaling rope_scaling;    // its constants (3.1's factor 8; 3.2's Hugging Face configs give 32)
+  bool tie_word_embeddings = false;  // the head is wte (LLaMA-3.2 1B / 3B): one weight, no lm_head
 
   // Meta's sizes, with maxT 8192 and V 128256: "llama3_1B" (LLaMA 3.2 1B: C 2048, L 16, NH 32,
   // KV 8, multiplier 1.5, multiple_of 256), "llama3_3B" (3.2 3B: C 3072, L 28, NH 24, KV 8,
@@ -190,9 +191,12 @@ class LLaMA3Impl : public Cloneable<LLaMA3Impl>, public CausalLM {
   // ModuleDict for a part without all of them).
   std::vector<std::shared_ptr<LLaMA3BlockImpl>> h;
   std::shared_ptr<RMSNormImpl> ln_f;    // null without the head
-  std::shared_ptr<LinearImpl> lm_head;  // C -> V, no bias; null without the head
+  std::shared_ptr<LinearImpl> lm_head;  // C -> V, no bias; null without the head and when tied
 
   std::vector<ModulePtr> blocks() const override { return {h.begin(), h.end()}; }
+  std::vector<Tensor> tied_parameters() const override {
+    return config.tie_word_embeddings && wte ? std::vector<Tensor>{wte->weight} : std::vector<Tensor>{};
+  }
 
  protected:
   std::string extra_repr() const override;

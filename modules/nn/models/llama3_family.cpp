@@ -60,6 +60,7 @@ std::shared_ptr<Module> make(std::string_view size, ConfigFields fields, const P
   c.norm_eps = fields.number("norm_eps", c.norm_eps);
   c.rope_theta = fields.number("rope_theta", c.rope_theta);
   c.use_scaled_rope = fields.flag("use_scaled_rope", c.use_scaled_rope);
+  c.tie_word_embeddings = fields.flag("tie_word_embeddings", c.tie_word_embeddings);
   fields.finish("LLaMA3Config");
   return std::make_shared<LLaMA3Impl>(c, nullptr, part_of(c.num_layers));
 }
