@@ -23,28 +23,9 @@ llmc::LLaMA3Checkpoint to_checkpoint(const Module& model, const char* op) {
   return {.config = llama.config.to_llmc(), .tensors = llama.llmc_tensors()};
 }
 
-// q_proj, k_proj and v_proj are rows of Infini's fused c_attn; q and k in interleaved RoPE order.
 std::vector<LoraSite> lora_sites(Module& model) {
   const auto& llama = dynamic_cast<const LLaMA3Impl&>(model);
-  const LLaMA3Config& c = llama.config;
-  const std::int64_t q = c.num_heads * c.head_dim(), kv = c.num_kv_heads * c.head_dim();
-  std::vector<LoraSite> sites;
-  for (std::size_t l = 0; l < llama.h.size(); ++l) {
-    const LLaMA3BlockImpl& b = *llama.h[l];
-    const std::string block = concat("model.layers.", l, ".");
-    auto add = [&](const char* target, const std::shared_ptr<LinearImpl>& layer, const char* path, std::int64_t begin,
-                   std::int64_t end, std::int64_t rope_heads) {
-      sites.push_back({target, layer, block + path, begin, end, rope_heads});
-    };
-    add("q_proj", b.attn->c_attn, "self_attn.q_proj", 0, q, c.num_heads);
-    add("k_proj", b.attn->c_attn, "self_attn.k_proj", q, q + kv, c.num_kv_heads);
-    add("v_proj", b.attn->c_attn, "self_attn.v_proj", q + kv, q + 2 * kv, 0);
-    add("o_proj", b.attn->c_proj, "self_attn.o_proj", 0, c.channels, 0);
-    add("gate_proj", b.mlp->c_fc2, "mlp.gate_proj", 0, b.mlp->c_fc2->out_features, 0);
-    add("up_proj", b.mlp->c_fc, "mlp.up_proj", 0, b.mlp->c_fc->out_features, 0);
-    add("down_proj", b.mlp->c_proj, "mlp.down_proj", 0, c.channels, 0);
-  }
-  return sites;
+  return llama_style_lora_sites(llama.h, llama.config.num_heads, llama.config.num_kv_heads, llama.config.head_dim());
 }
 
 std::shared_ptr<Module> make(std::string_view size, ConfigFields fields, const PartOf& part_of) {

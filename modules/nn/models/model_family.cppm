@@ -36,6 +36,33 @@ struct LoraSite {
 // Which part of a model of `num_blocks` blocks to build (ModelPart::whole: all of it).
 using PartOf = std::function<ModelPart(std::int64_t num_blocks)>;
 
+// The LoRA sites of LLaMA-style blocks (LLaMA-3, Qwen3): attn->c_attn's fused q | k | v rows
+// (q and k heads in interleaved RoPE order), attn->c_proj, and the SwiGLU mlp's c_fc2 (gate),
+// c_fc (up) and c_proj (down), as transformers' q_proj ... down_proj under model.layers.<l>.
+template <class Block>
+std::vector<LoraSite> llama_style_lora_sites(const std::vector<std::shared_ptr<Block>>& blocks,
+                                             std::int64_t num_heads, std::int64_t num_kv_heads,
+                                             std::int64_t head_dim) {
+  const std::int64_t q = num_heads * head_dim, kv = num_kv_heads * head_dim;
+  std::vector<LoraSite> sites;
+  for (std::size_t l = 0; l < blocks.size(); ++l) {
+    const Block& b = *blocks[l];
+    const std::string block = "model.layers." + std::to_string(l) + ".";
+    auto add = [&](const char* target, const std::shared_ptr<LinearImpl>& layer, const char* path, std::int64_t begin,
+                   std::int64_t end, std::int64_t rope_heads) {
+      sites.push_back({target, layer, block + path, begin, end, rope_heads});
+    };
+    add("q_proj", b.attn->c_attn, "self_attn.q_proj", 0, q, num_heads);
+    add("k_proj", b.attn->c_attn, "self_attn.k_proj", q, q + kv, num_kv_heads);
+    add("v_proj", b.attn->c_attn, "self_attn.v_proj", q + kv, q + 2 * kv, 0);
+    add("o_proj", b.attn->c_proj, "self_attn.o_proj", 0, b.attn->c_proj->out_features, 0);
+    add("gate_proj", b.mlp->c_fc2, "mlp.gate_proj", 0, b.mlp->c_fc2->out_features, 0);
+    add("up_proj", b.mlp->c_fc, "mlp.up_proj", 0, b.mlp->c_fc->out_features, 0);
+    add("down_proj", b.mlp->c_proj, "mlp.down_proj", 0, b.mlp->c_proj->out_features, 0);
+  }
+  return sites;
+}
+
 // A config's fields changed by name ("num_layers" -> "4"), as the trainers' size flags give
 // them: each family reads those it has, and finish() refuses any other, naming the flag.
 class ConfigFields {

@@ -166,28 +166,9 @@ void write_model(const Module& module, const std::filesystem::path& dir, const h
   hf::detail::write_directory(source, tensors, infini::detail::json_text(config, 2) + "\n", options);
 }
 
-// q_proj, k_proj and v_proj are rows of the fused c_attn (q and k in interleaved RoPE order).
 std::vector<LoraSite> lora_sites(Module& module) {
   const auto& model = dynamic_cast<const Qwen3Impl&>(module);
-  const Qwen3Config& c = model.config;
-  const std::int64_t q = c.num_heads * c.head_dim, kv = c.num_kv_heads * c.head_dim;
-  std::vector<LoraSite> sites;
-  for (std::size_t l = 0; l < model.h.size(); ++l) {
-    const Qwen3BlockImpl& b = *model.h[l];
-    const std::string block = concat("model.layers.", l, ".");
-    auto add = [&](const char* target, const std::shared_ptr<LinearImpl>& layer, const char* path, std::int64_t begin,
-                   std::int64_t end, std::int64_t rope_heads) {
-      sites.push_back({target, layer, block + path, begin, end, rope_heads});
-    };
-    add("q_proj", b.attn->c_attn, "self_attn.q_proj", 0, q, c.num_heads);
-    add("k_proj", b.attn->c_attn, "self_attn.k_proj", q, q + kv, c.num_kv_heads);
-    add("v_proj", b.attn->c_attn, "self_attn.v_proj", q + kv, q + 2 * kv, 0);
-    add("o_proj", b.attn->c_proj, "self_attn.o_proj", 0, c.channels, 0);
-    add("gate_proj", b.mlp->c_fc2, "mlp.gate_proj", 0, c.intermediate_size, 0);
-    add("up_proj", b.mlp->c_fc, "mlp.up_proj", 0, c.intermediate_size, 0);
-    add("down_proj", b.mlp->c_proj, "mlp.down_proj", 0, c.channels, 0);
-  }
-  return sites;
+  return llama_style_lora_sites(model.h, model.config.num_heads, model.config.num_kv_heads, model.config.head_dim);
 }
 
 std::shared_ptr<Module> make(std::string_view size, ConfigFields fields, const PartOf& part_of) {
