@@ -6,6 +6,11 @@ include(CMakePackageConfigHelpers)
 
 set(INFINI_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/Infini)
 
+# The op lists (cuda/include/infini/op_lists.h) that infini.kernels' interfaces expand: a plain
+# header the consumer's compile of those interfaces includes.
+install(FILES ${PROJECT_SOURCE_DIR}/cuda/include/infini/op_lists.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/infini)
+target_include_directories(infini PUBLIC $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
+
 install(TARGETS infini EXPORT InfiniTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   FILE_SET CXX_MODULES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/infini/modules)
